@@ -1,0 +1,191 @@
+package hook
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/schedmate/schedmate/internal/config"
+	"github.com/schedmate/schedmate/internal/factory"
+	"github.com/schedmate/schedmate/internal/history"
+	"github.com/schedmate/schedmate/internal/store"
+)
+
+// SubmitRequest is a job as job_submit.lua describes it, before Slurm
+// assigns it an id.
+type SubmitRequest struct {
+	ScriptFile string
+	User       string
+	UID        string
+	WorkDir    string
+	Name       string
+	Partition  string
+	Gres       string
+	Nodes      string
+	// TimeLimit is the requested limit; zero when none was given.
+	TimeLimit time.Duration
+	// Argv is the submitting command line, when the site passes it.
+	Argv []string
+	// Time is when the hook saw the submission.
+	Time time.Time
+}
+
+// Estimate is what an Estimator found for a submission.
+type Estimate struct {
+	// Record is the duration estimate kept with the job's history.
+	Record *store.EstimateRecord
+	// Fingerprint and FingerprintHash identify the workload for retrieval.
+	Fingerprint     string
+	FingerprintHash string
+	// Metadata are extracted workload facts kept with the job.
+	Metadata map[string]string
+	// Comment becomes the job's admin_comment ("schedmate: est=...").
+	Comment string
+	// Settings are further job fields for job_submit.lua to set, such as
+	// "time_min"; keys are lower-case job_desc field names.
+	Settings map[string]string
+}
+
+// Estimator estimates a submitted job. It must honour ctx's deadline.
+type Estimator func(ctx context.Context, req *SubmitRequest) (*Estimate, error)
+
+// submitOptions are the flags of `hook submit`.
+type submitOptions struct {
+	req       SubmitRequest
+	timeLimit string
+	estimator Estimator
+	now       func() time.Time
+}
+
+func newSubmitCmd(f *factory.Factory, estimator Estimator) *cobra.Command {
+	o := &submitOptions{estimator: estimator, now: time.Now}
+	cmd := &cobra.Command{
+		Use:   "submit [flags] [-- argv...]",
+		Short: "Record a submission and estimate it (called by job_submit.lua)",
+		Long: `Called by job_submit.lua for every submitted job. It prints key=value
+lines on stdout for the script to apply to the job (admin_comment, and
+fields such as time_min when estimates are enabled), and records the
+submission so that the job's end can be matched to it.
+
+It answers within hooks.submit_deadline and exits 0 on every error, printing
+nothing on stdout then: the job is submitted untouched. Unknown flags are
+ignored so that an older schedmate works with a newer job_submit.lua.`,
+		Example: `  schedmate hook submit --script-file /var/spool/slurm/job.sh --user alice --uid 1000 \
+    --workdir /home/alice/exp --name train --partition gpu --time-limit 120 \
+    --gres gpu:4 --nodes 2 --argv sbatch --argv train.sbatch`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.req.Argv = append(o.req.Argv, args...)
+			return runSubmit(cmd.Context(), f, o)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&o.req.ScriptFile, "script-file", "", "path of the batch script (written by job_submit.lua)")
+	fl.StringVar(&o.req.User, "user", "", "submitting user's name")
+	fl.StringVar(&o.req.UID, "uid", "", "submitting user's numeric id")
+	fl.StringVar(&o.req.WorkDir, "workdir", "", "job's working directory")
+	fl.StringVar(&o.req.Name, "name", "", "job name")
+	fl.StringVar(&o.req.Partition, "partition", "", "requested partition")
+	fl.StringVar(&o.timeLimit, "time-limit", "", "requested time limit in minutes")
+	fl.StringVar(&o.req.Gres, "gres", "", "requested generic resources per node, as in --gres")
+	fl.StringVar(&o.req.Nodes, "nodes", "", "requested node count")
+	fl.StringArrayVar(&o.req.Argv, "argv", nil, "one argument of the submitting command line (repeatable)")
+	failOpen(f, cmd)
+	return cmd
+}
+
+// parseTimeLimit reads job_submit.lua's time_limit (minutes); Slurm's
+// NO_VAL and INFINITE, and anything unreadable, mean no limit.
+func parseTimeLimit(s string) time.Duration {
+	n, err := strconv.ParseUint(strings.TrimSpace(s), 10, 64)
+	if err != nil || n == 0 || n >= 0xfffffffe {
+		return 0
+	}
+	return time.Duration(n) * time.Minute
+}
+
+func runSubmit(ctx context.Context, f *factory.Factory, o *submitOptions) error {
+	env, err := prepare(f, func(c *config.Config) time.Duration { return c.Hooks.SubmitDeadline })
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, env.deadline)
+	defer cancel()
+	req := o.req
+	req.TimeLimit = parseTimeLimit(o.timeLimit)
+	req.Time = o.now()
+
+	var est *Estimate
+	if o.estimator != nil {
+		// Leave part of the deadline for recording the submission.
+		estCtx, cancelEst := context.WithTimeout(ctx, env.deadline*3/5)
+		est, err = bounded(estCtx, func(ctx context.Context) (*Estimate, error) { return o.estimator(ctx, &req) })
+		cancelEst()
+		if err != nil {
+			fmt.Fprintf(f.IO.ErrOut, "schedmate: hook submit: estimate: %v\n", err)
+			est = nil
+		}
+	}
+	out, err := history.CaptureSubmission(ctx, env.open, env.spoolDir(), toSubmission(&req, est))
+	reportCapture(f, "submission", out)
+	if err != nil {
+		fmt.Fprintf(f.IO.ErrOut, "schedmate: hook submit: %v\n", err)
+	}
+	return writeSettings(f.IO.Out, est)
+}
+
+func toSubmission(req *SubmitRequest, est *Estimate) *history.Submission {
+	sub := &history.Submission{
+		UID: req.UID, User: req.User, Name: req.Name, WorkDir: req.WorkDir, Partition: req.Partition,
+		Script: req.ScriptFile, Argv: req.Argv, TimeLimit: req.TimeLimit, Gres: req.Gres, Nodes: req.Nodes,
+		Time: req.Time,
+	}
+	if est != nil {
+		sub.Estimate = est.Record
+		sub.Fingerprint, sub.FingerprintHash = est.Fingerprint, est.FingerprintHash
+		sub.Metadata = est.Metadata
+	}
+	return sub
+}
+
+// writeSettings prints the key=value lines job_submit.lua applies:
+// admin_comment first, then the other settings by key. Keys that are not
+// plain field names are dropped and values are kept to one line.
+func writeSettings(w io.Writer, est *Estimate) error {
+	if est == nil {
+		return nil
+	}
+	var b strings.Builder
+	line := func(k, v string) {
+		v = strings.Join(strings.Fields(v), " ")
+		if v != "" {
+			fmt.Fprintf(&b, "%s=%s\n", k, v)
+		}
+	}
+	line("admin_comment", est.Comment)
+	for _, k := range slices.Sorted(maps.Keys(est.Settings)) {
+		if isFieldName(k) && k != "admin_comment" {
+			line(k, est.Settings[k])
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func isFieldName(k string) bool {
+	if k == "" {
+		return false
+	}
+	for _, c := range k {
+		if (c < 'a' || c > 'z') && c != '_' && (c < '0' || c > '9') {
+			return false
+		}
+	}
+	return true
+}

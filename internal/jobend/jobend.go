@@ -1,0 +1,296 @@
+// Package jobend runs what schedmate does once a job's end is recorded: it
+// merges the GPU figures the nodes sent, reads the final training metrics
+// from the log, adds the job to the advisor's retrieval index and, for a
+// failed job, diagnoses the log and carries out the recovery policy
+// (comment, bounded requeue away from a suspect node, drain on trusted
+// evidence only). Every step is bounded and a failing step never stops the
+// others.
+package jobend
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"time"
+
+	"github.com/schedmate/schedmate/internal/advisor"
+	"github.com/schedmate/schedmate/internal/config"
+	"github.com/schedmate/schedmate/internal/failure"
+	"github.com/schedmate/schedmate/internal/metrics"
+	"github.com/schedmate/schedmate/internal/nodehealth"
+	"github.com/schedmate/schedmate/internal/recovery"
+	"github.com/schedmate/schedmate/internal/spool"
+	"github.com/schedmate/schedmate/internal/store"
+	"github.com/schedmate/schedmate/slurm"
+)
+
+// evidenceWindow is how far before a job's start node evidence still counts
+// as corroboration.
+const evidenceWindow = 24 * time.Hour
+
+// Deps are what the end-of-job steps use.
+type Deps struct {
+	Store   *store.Store
+	Cluster slurm.Client
+	Config  *config.Config
+	// GPUSpool carries per-job GPU figures from the nodes; nil skips them.
+	GPUSpool *spool.Spool
+	// DryRun audits recovery actions without carrying them out.
+	DryRun bool
+	Log    *slog.Logger
+	Now    func() time.Time
+}
+
+// Outcome is what the steps found and decided.
+type Outcome struct {
+	Metrics   *store.FinalMetrics `json:"metrics,omitempty"`
+	Diagnosis *store.Diagnosis    `json:"diagnosis,omitempty"`
+	Plan      recovery.Plan       `json:"plan"`
+}
+
+// Run carries out the end-of-job steps for job, which must already be
+// recorded in the store. It returns the joined errors of the steps that
+// failed; the others still ran.
+func Run(ctx context.Context, d Deps, job *store.Job) (*Outcome, error) {
+	if d.Now == nil {
+		d.Now = time.Now
+	}
+	if d.Log == nil {
+		d.Log = slog.Default()
+	}
+	out := &Outcome{}
+	var errs []error
+	if err := completeFromSlurm(ctx, d, job); err != nil {
+		errs = append(errs, err)
+	}
+	if d.GPUSpool != nil {
+		if _, err := nodehealth.IngestJobGPU(d.GPUSpool, d.Store); err != nil {
+			errs = append(errs, fmt.Errorf("ingest GPU figures: %w", err))
+		}
+	}
+	out.Metrics = finalMetrics(d, job)
+	updated, err := d.Store.GetJob(job.JobID)
+	if err == nil {
+		job = updated
+	}
+	if out.Metrics != nil {
+		job.Metrics = out.Metrics
+		if err := d.Store.UpdateJob(job.JobID, func(j *store.Job) error { j.Metrics = out.Metrics; return nil }); err != nil {
+			errs = append(errs, fmt.Errorf("record final metrics: %w", err))
+		}
+	}
+	if err := advisor.IndexJobs(d.Store, job); err != nil {
+		errs = append(errs, fmt.Errorf("index job for estimates: %w", err))
+	}
+	if needsDiagnosis(job.State) && ctx.Err() == nil {
+		out.Diagnosis = diagnose(d, job)
+		if out.Diagnosis != nil {
+			plan, err := recover(ctx, d, job, out.Diagnosis)
+			out.Plan = plan
+			if err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return out, errors.Join(errs...)
+}
+
+// completeFromSlurm fills in what EpilogSlurmctld's environment lacks (the
+// submit, start and end times, the time limit and Slurm's own name for the
+// final state, such as TIMEOUT or NODE_FAIL) with one query to slurmctld,
+// which still holds the job while its epilog runs. Without an answer the
+// end is the time the epilog ran.
+func completeFromSlurm(ctx context.Context, d Deps, job *store.Job) error {
+	id := job.JobID
+	if raw := job.Metadata["job_id_raw"]; raw != "" {
+		id = raw
+	}
+	sj, err := d.Cluster.Job(ctx, id)
+	if err != nil {
+		if job.End.IsZero() {
+			job.End = d.Now()
+			return d.Store.UpdateJob(job.JobID, func(j *store.Job) error { j.End = job.End; return nil })
+		}
+		return nil
+	}
+	return d.Store.UpdateJob(job.JobID, func(j *store.Job) error {
+		mergeSlurmJob(j, sj)
+		*job = *j
+		return nil
+	})
+}
+
+// mergeSlurmJob copies Slurm's view of an ended job into its record where
+// the record lacks it; Slurm's final state name always wins.
+func mergeSlurmJob(j *store.Job, sj *slurm.Job) {
+	setTime := func(dst *time.Time, src time.Time) {
+		if dst.IsZero() && !src.IsZero() {
+			*dst = src
+		}
+	}
+	setTime(&j.Submit, sj.Submit)
+	setTime(&j.Start, sj.Start)
+	setTime(&j.End, sj.End)
+	if j.TimeLimit == 0 {
+		j.TimeLimit = sj.TimeLimit
+	}
+	if sj.State != "" && isFinal(sj.State) {
+		j.State = sj.State
+	}
+	if j.NumCPUs == 0 {
+		j.NumCPUs = sj.NumCPUs
+	}
+	if j.NumGPUs == 0 {
+		j.NumGPUs = sj.GPUs
+	}
+	if j.Command == "" {
+		j.Command = sj.Command
+	}
+}
+
+// isFinal reports whether a Slurm state name is one a job ends in.
+func isFinal(state string) bool {
+	switch state {
+	case "COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE", "PREEMPTED":
+		return true
+	}
+	return false
+}
+
+// needsDiagnosis reports whether a job in this final state may have a
+// failure in its log worth diagnosing.
+func needsDiagnosis(state string) bool {
+	switch state {
+	case "FAILED", "NODE_FAIL", "OUT_OF_MEMORY", "BOOT_FAIL":
+		return true
+	}
+	return false
+}
+
+// logPaths lists the job's distinct log files, stdout first.
+func logPaths(job *store.Job) []string {
+	var paths []string
+	for _, p := range []string{job.StdOut, job.StdErr} {
+		if p != "" && (len(paths) == 0 || paths[0] != p) {
+			paths = append(paths, p)
+		}
+	}
+	return paths
+}
+
+func finalMetrics(d Deps, job *store.Job) *store.FinalMetrics {
+	opts := metrics.Options{ProgressLines: d.Config.Metrics.ProgressLines, SlowdownRatio: d.Config.Metrics.SlowdownRatio, StallSteps: d.Config.Metrics.StallSteps}
+	for _, p := range logPaths(job) {
+		m, err := metrics.Final(p, opts)
+		if err != nil {
+			d.Log.Debug("final metrics", "job", job.JobID, "log", p, "err", err)
+			continue
+		}
+		if m != nil {
+			return m
+		}
+	}
+	return nil
+}
+
+// diagnose returns the most confident failure verdict over the job's logs,
+// or a "none" verdict when no log shows a failure; nil when no log could be
+// read.
+func diagnose(d Deps, job *store.Job) *store.Diagnosis {
+	opts := failure.DefaultOptions()
+	if d.Config.Failure.ChunkLines > 0 {
+		opts.ChunkLines = d.Config.Failure.ChunkLines
+	}
+	var best *failure.Diagnosis
+	for _, p := range logPaths(job) {
+		diag, err := failure.DiagnoseFile(p, opts)
+		if err != nil {
+			d.Log.Info("diagnose", "job", job.JobID, "log", p, "err", err)
+			continue
+		}
+		if best == nil || (diag.Failed() && (!best.Failed() || diag.Confidence > best.Confidence)) {
+			best = diag
+		}
+	}
+	if best == nil {
+		return nil
+	}
+	return best.Record()
+}
+
+// recover decides and carries out the recovery actions for a diagnosed job.
+// Slurm is asked about node states only when the verdict is an
+// infrastructure fault, to keep the epilog's calls into Slurm few.
+func recover(ctx context.Context, d Deps, job *store.Job, diag *store.Diagnosis) (recovery.Plan, error) {
+	in := recovery.Input{Job: job, Diagnosis: diag, Evidence: map[string][]store.Evidence{}}
+	if diag.Category == string(failure.Infrastructure) {
+		since := job.Start.Add(-evidenceWindow)
+		for _, n := range job.Nodes {
+			ev, err := d.Store.NodeEvidence(n, since)
+			if err == nil {
+				in.Evidence[n] = ev
+			}
+		}
+		if nodes, err := d.Cluster.Nodes(ctx); err == nil {
+			in.Nodes, in.PartitionSize, in.PartitionDrained = partitionView(nodes, job.Partition)
+		} else {
+			d.Log.Info("node states unavailable", "err", err)
+		}
+	}
+	plan := recovery.Decide(in, recovery.PolicyFromConfig(d.Config.Failure))
+	if diag.Category == string(failure.Infrastructure) && len(in.Nodes) == 0 {
+		plan = withoutDrains(plan, "node states unavailable: no node drained")
+	}
+	ex := &recovery.Executor{Cluster: clusterAdapter{d.Cluster}, Store: d.Store, DryRun: d.DryRun, Actor: "hook epilog", Now: d.Now}
+	return plan, ex.Apply(ctx, job, diag, plan)
+}
+
+// partitionView returns every node's state, and the size and drained count
+// of the job's partition (all nodes when the partition is unknown).
+func partitionView(nodes []slurm.Node, partition string) (states []recovery.NodeState, size, drained int) {
+	for _, n := range nodes {
+		states = append(states, recovery.NodeState{Name: n.Name, State: n.State})
+		if partition != "" && !slices.Contains(n.Partitions, partition) {
+			continue
+		}
+		size++
+		if n.Drained() && slurm.IsOurs(n.Reason) {
+			drained++
+		}
+	}
+	return states, size, drained
+}
+
+func withoutDrains(p recovery.Plan, note string) recovery.Plan {
+	kept := p.Actions[:0:0]
+	dropped := false
+	for _, a := range p.Actions {
+		if a.Kind == recovery.Drain {
+			dropped = true
+			continue
+		}
+		kept = append(kept, a)
+	}
+	p.Actions = kept
+	if dropped {
+		p.Notes = append(p.Notes, note)
+	}
+	return p
+}
+
+// clusterAdapter gives recovery the three Slurm verbs it needs.
+type clusterAdapter struct{ c slurm.Client }
+
+func (a clusterAdapter) RequeueJob(ctx context.Context, id string, exclude []string) error {
+	return a.c.Requeue(ctx, id, slurm.RequeueOptions{ExcludeNodes: exclude})
+}
+
+func (a clusterAdapter) SetJobComment(ctx context.Context, id, comment string) error {
+	return a.c.SetComment(ctx, id, comment, false)
+}
+
+func (a clusterAdapter) DrainNode(ctx context.Context, name, reason string) error {
+	return a.c.DrainNode(ctx, name, reason)
+}
