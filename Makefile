@@ -51,7 +51,8 @@ install: build ## install binary, man pages, completions and hooks under PREFIX
 	install -D -m 0644 completions/schedmate.bash $(DESTDIR)$(PREFIX)/share/bash-completion/completions/schedmate
 	install -D -m 0644 completions/_schedmate $(DESTDIR)$(PREFIX)/share/zsh/vendor-completions/_schedmate
 	install -D -m 0644 completions/schedmate.fish $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/schedmate.fish
-	cp -r contrib/job_submit.lua contrib/epilog-slurmctld.sh $(DESTDIR)$(PREFIX)/share/schedmate/contrib/
+	install -m 0644 contrib/job_submit.lua $(DESTDIR)$(PREFIX)/share/schedmate/contrib/
+	install -m 0755 contrib/epilog-slurmctld.sh contrib/node-prolog.sh contrib/node-epilog.sh contrib/healthcheck.sh $(DESTDIR)$(PREFIX)/share/schedmate/contrib/
 
 clean: ## remove build output
 	rm -rf bin

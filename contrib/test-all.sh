@@ -18,7 +18,7 @@ if ! command -v go >/dev/null 2>&1; then
 fi
 if [ "$(id -u)" -eq 0 ]; then
 	missing=()
-	for pkg in tmux git make; do
+	for pkg in tmux git make python3; do
 		command -v "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
 	done
 	if [ ${#missing[@]} -gt 0 ]; then

@@ -68,7 +68,7 @@ func benchStore(b *testing.B, n int) string {
 	}
 	defer st.Close()
 	rng := rand.New(rand.NewPCG(1, uint64(n)))
-	const batch = 20000
+	const batch = 2000
 	for start := 0; start < n; start += batch {
 		var recs []Record
 		var keys []uint64
@@ -110,6 +110,7 @@ func BenchmarkRetrieval(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
+			reportIndexSize(b, st, n)
 		})
 	}
 }
@@ -155,4 +156,19 @@ func reportPercentiles(b *testing.B, lat []time.Duration) {
 	slices.Sort(s)
 	b.ReportMetric(float64(s[len(s)/2].Microseconds())/1000, "p50-ms")
 	b.ReportMetric(float64(s[len(s)*99/100].Microseconds())/1000, "p99-ms")
+}
+
+// reportIndexSize adds the index's size per job to a benchmark's report:
+// the pages its bucket holds (index-B/job) and the bytes in use on them
+// (live-B/job).
+func reportIndexSize(b *testing.B, st *store.Store, n int) {
+	size, err := st.SizeKV(IndexBucket)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(size.AllocBytes)/float64(n), "index-B/job")
+	b.ReportMetric(float64(size.InuseBytes)/float64(n), "live-B/job")
+	if fi, err := os.Stat(st.Path()); err == nil {
+		b.ReportMetric(float64(fi.Size())/float64(n), "file-B/job")
+	}
 }

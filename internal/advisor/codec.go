@@ -10,20 +10,21 @@ import (
 	"github.com/schedmate/schedmate/internal/vector"
 )
 
-// Record encoding, version 1, little-endian:
+// Record encoding, version 2, little-endian:
 //
 //	version u8 | flags u8 | end i64 | duration f32 | limit f32 | state u8 |
 //	gpu util f32 | gpu mem f32 | step time f32 |
-//	[logical key u64 | user key u64 | partition key u64 | vector 128 x i8,
-//	 when flagVector] | job id (rest, at most 64 bytes)
+//	[logical key u64 | vector 128 x i8, when flagVector] |
+//	job id (rest, at most 64 bytes)
 //
 // Blocks searched by similarity hold full records; the others hold the
-// short form, which is all their fallbacks need.
+// short form, which is all their fallbacks need. The user and partition
+// keys are not stored: a block's records share them.
 const (
-	codecVersion = 1
+	codecVersion = 2
 	flagVector   = 1
 	headerLen    = 1 + 1 + 8 + 4 + 4 + 1 + 4 + 4 + 4
-	vectorLen    = 8 + 8 + 8 + vector.Dim
+	vectorLen    = 8 + vector.Dim
 	maxJobIDLen  = 64
 )
 
@@ -55,8 +56,6 @@ func encodeRecord(r *Record, withVec bool) []byte {
 	b = binary.LittleEndian.AppendUint32(b, math.Float32bits(r.StepTimeS))
 	if withVec {
 		b = binary.LittleEndian.AppendUint64(b, r.LogicalKey)
-		b = binary.LittleEndian.AppendUint64(b, r.UserKey)
-		b = binary.LittleEndian.AppendUint64(b, r.PartKey)
 		for _, x := range r.Vec {
 			b = append(b, byte(x))
 		}
@@ -87,8 +86,6 @@ func decodeRecord(b []byte) (r Record, hasVec bool, err error) {
 			return r, false, fmt.Errorf("%w: vector cut short", errRecord)
 		}
 		r.LogicalKey = u64()
-		r.UserKey = u64()
-		r.PartKey = u64()
 		for i := range vector.Dim {
 			r.Vec[i] = int8(b[p+i])
 		}

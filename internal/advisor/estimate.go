@@ -208,34 +208,38 @@ func (ix *Index) fallback(q Query, opts Options) Estimate {
 	return Estimate{Source: SourceNone}
 }
 
-// limitRatio is the median fraction of their requested limit that recent
-// jobs used: the user's jobs that asked for about the same limit (within 2x)
-// first, since a user's fraction is a habit tied to the limit they chose;
-// else the cluster's jobs, the widest sample of how limits are padded (a
-// partition's few users say little about a user new to that limit).
+// limitRatio is the fraction of its requested limit a job is expected to
+// use. The cluster's recent jobs give the prior: the median fraction, over
+// the widest sample of how limits are padded. The user's own jobs that asked
+// for about the same limit (within 2x) pull it towards the user's habit,
+// in log space, with weight n against the prior's one: a user's fraction is
+// tied to the limit they chose, and a single run is weak evidence.
 func (ix *Index) limitRatio(q Query) (float64, bool) {
-	sameLimit := func(rec *Record) bool {
+	ratios := func(r *ring, keep func(*Record) bool) []float64 {
+		var out []float64
+		r.newestFirst(func(rec *Record) bool {
+			if rec.TimeLimitS > 0 && rec.DurationS > 0 && keep(rec) {
+				out = append(out, math.Min(float64(rec.DurationS/rec.TimeLimitS), 1))
+			}
+			return len(out) < 64
+		})
+		sort.Float64s(out)
+		return out
+	}
+	global := ratios(ix.global, func(*Record) bool { return true })
+	if len(global) < 3 {
+		return 0, false
+	}
+	prior := global[len(global)/2]
+	own := ratios(ix.user[q.Keys.User], func(rec *Record) bool {
 		l := float64(rec.TimeLimitS)
 		return l >= q.TimeLimitS/2 && l <= 2*q.TimeLimitS
+	})
+	if len(own) == 0 {
+		return prior, true
 	}
-	any := func(*Record) bool { return true }
-	for _, b := range []struct {
-		r    *ring
-		keep func(*Record) bool
-	}{{ix.user[q.Keys.User], sameLimit}, {ix.global, any}} {
-		var ratios []float64
-		b.r.newestFirst(func(rec *Record) bool {
-			if rec.TimeLimitS > 0 && b.keep(rec) {
-				ratios = append(ratios, math.Min(float64(rec.DurationS/rec.TimeLimitS), 1))
-			}
-			return len(ratios) < 64
-		})
-		if len(ratios) >= 3 {
-			sort.Float64s(ratios)
-			return ratios[len(ratios)/2], true
-		}
-	}
-	return 0, false
+	n := float64(len(own))
+	return math.Exp((n*math.Log(own[len(own)/2]) + math.Log(prior)) / (n + 1)), true
 }
 
 // newest returns up to n of a block's newest records, equally weighted.
@@ -267,11 +271,7 @@ func summarise(c []candidate, opts Options) Estimate {
 		LowS:      weightedQuantile(c, 0.1, func(*candidate) bool { return true }),
 		HighS:     weightedQuantile(c, 0.9, func(*candidate) bool { return true }),
 	}
-	if useWindow {
-		if w := windowPoint(c); w > 0 {
-			est.EstimateS = w
-		}
-	}
+
 	ran := func(x *candidate) bool { return x.censored || x.rec.State.ranFull() }
 	for i := range c {
 		if ran(&c[i]) {
@@ -381,35 +381,4 @@ func topMatches(c []candidate, k int) []Match {
 			DurationS: float64(r.DurationS), State: r.State.String()}
 	}
 	return out
-}
-
-// windowPoint returns the point whose 2x window ([x/2, 2x]) holds the most
-// weight of the candidates' durations, centred (geometrically) on the
-// durations it holds; the lowest such window wins ties.
-func windowPoint(c []candidate) float64 {
-	type dw struct{ d, w float64 }
-	xs := make([]dw, 0, len(c))
-	for i := range c {
-		if !c[i].censored {
-			xs = append(xs, dw{math.Max(float64(c[i].rec.DurationS), 1), c[i].w})
-		}
-	}
-	if len(xs) == 0 {
-		return 0
-	}
-	sort.Slice(xs, func(a, b int) bool { return xs[a].d < xs[b].d })
-	best, bestLo, bestHi := -1.0, 0, 0
-	var mass float64
-	hi := 0
-	for lo := range xs {
-		for hi < len(xs) && xs[hi].d <= 4*xs[lo].d {
-			mass += xs[hi].w
-			hi++
-		}
-		if mass > best*(1+1e-9) {
-			best, bestLo, bestHi = mass, lo, hi-1
-		}
-		mass -= xs[lo].w
-	}
-	return math.Sqrt(xs[bestLo].d * xs[bestHi].d)
 }

@@ -2,12 +2,13 @@ package advisor
 
 // Capacity of each block: a search touches at most the newest records of the
 // job's logical-name block, its user's block, its partition and the global
-// block.
+// block, or of its resubmission block. The stored index keeps no more.
 const (
 	logicalCap   = 32
 	userCap      = 256
 	partitionCap = 256
 	globalCap    = 512
+	resubmitCap  = 64
 )
 
 // ring keeps the newest records of a block, oldest first.

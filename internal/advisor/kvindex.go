@@ -4,19 +4,24 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+
+	"github.com/schedmate/schedmate/internal/store"
 )
 
 // KV is the part of the store's generic key-value API the advisor uses.
 // *store.Store implements it.
 type KV interface {
 	GetKV(bucket, key string) ([]byte, bool, error)
-	ScanKV(bucket, prefix string, fn func(k string, v []byte) error) error
+	ScanKVReverse(bucket, prefix string, fn func(k string, v []byte) error) error
 	BatchKV(bucket string, fn func(put func(k string, v []byte) error) error) error
+	AppendKV(bucket string, fn func(w store.KVWriter) error) error
 }
 
 // IndexBucket holds the retrieval index: every ended job under the blocks it
-// belongs to, newest first within a block, in the binary record encoding.
-const IndexBucket = "advisor_index"
+// belongs to, oldest first within a block (so that writes append), in the
+// binary record encoding. A block keeps only the newest entries a search
+// reads; older ones are trimmed as new ones arrive.
+const IndexBucket = "advisor_blocks"
 
 // Block kinds, the first byte of index keys.
 const (
@@ -33,42 +38,50 @@ func blockPrefix(kind byte, key uint64) string {
 	return string(binary.BigEndian.AppendUint64([]byte{kind}, key))
 }
 
-// entryKey orders a block's entries newest first: the inverted end time,
-// big-endian, then the job ID to keep keys unique.
+// entryKey orders a block's entries oldest first: the end time, big-endian
+// with the sign bit flipped, then the job ID to keep keys unique.
 func entryKey(prefix string, r *Record) string {
 	b := make([]byte, 0, len(prefix)+8+len(r.JobID))
 	b = append(b, prefix...)
-	b = binary.BigEndian.AppendUint64(b, ^uint64(r.End))
+	b = binary.BigEndian.AppendUint64(b, uint64(r.End)^(1<<63))
 	return string(append(b, r.JobID...))
 }
 
-// Put adds ended jobs to the index in one transaction. resubmitKeys, when not
-// nil, gives each record's resubmission key (see ResubmitKey); "" skips it.
+// blockEntry is one index entry to write.
+type blockEntry struct {
+	prefix string
+	val    []byte
+	keep   int
+}
+
+// Put adds ended jobs to the index in one transaction and trims every block
+// it touched to what a search reads. resubmitKeys, when not nil, gives each
+// record's resubmission key (see ResubmitKey); 0 skips it.
 func Put(kv KV, recs []Record, resubmitKeys []uint64) error {
-	err := kv.BatchKV(IndexBucket, func(put func(k string, v []byte) error) error {
+	err := kv.AppendKV(IndexBucket, func(w store.KVWriter) error {
+		touched := make(map[string]int)
 		for i := range recs {
 			r := &recs[i]
-			full := encodeRecord(r, true)
 			short := encodeRecord(r, false)
-			entries := []struct {
-				prefix string
-				val    []byte
-			}{
-				{blockPrefix(blockLogical, r.LogicalKey), full},
-				{blockPrefix(blockUser, r.UserKey), full},
-				{blockPrefix(blockPartition, r.PartKey), short},
-				{globalPrefix, short},
+			entries := []blockEntry{
+				{blockPrefix(blockLogical, r.LogicalKey), encodeRecord(r, true), logicalCap},
+				{blockPrefix(blockUser, r.UserKey), encodeRecord(r, true), userCap},
+				{blockPrefix(blockPartition, r.PartKey), short, partitionCap},
+				{globalPrefix, short, globalCap},
 			}
 			if resubmitKeys != nil && resubmitKeys[i] != 0 {
-				entries = append(entries, struct {
-					prefix string
-					val    []byte
-				}{blockPrefix(blockResubmit, resubmitKeys[i]), short})
+				entries = append(entries, blockEntry{blockPrefix(blockResubmit, resubmitKeys[i]), short, resubmitCap})
 			}
 			for _, e := range entries {
-				if err := put(entryKey(e.prefix, r), e.val); err != nil {
+				if err := w.Put(entryKey(e.prefix, r), e.val); err != nil {
 					return err
 				}
+				touched[e.prefix] = e.keep
+			}
+		}
+		for prefix, keep := range touched {
+			if _, err := w.Trim(prefix, keep); err != nil {
+				return err
 			}
 		}
 		return nil
@@ -82,13 +95,14 @@ func Put(kv KV, recs []Record, resubmitKeys []uint64) error {
 // errEnough stops a scan once a block has given what is needed.
 var errEnough = errors.New("enough")
 
-// scanBlock reads up to limit of a block's newest records.
+// scanBlock reads up to limit of a block's newest records, newest first.
+// Undecodable entries are skipped: one bad entry must not hide the rest.
 func scanBlock(kv KV, prefix string, limit int, fn func(Record)) error {
 	n := 0
-	err := kv.ScanKV(IndexBucket, prefix, func(_ string, v []byte) error {
+	err := kv.ScanKVReverse(IndexBucket, prefix, func(_ string, v []byte) error {
 		r, _, err := decodeRecord(v)
 		if err != nil {
-			return nil // one bad entry must not hide the rest
+			return nil
 		}
 		fn(r)
 		n++
@@ -154,8 +168,9 @@ var NoHistory KV = emptyKV{}
 
 type emptyKV struct{}
 
-func (emptyKV) GetKV(string, string) ([]byte, bool, error)              { return nil, false, nil }
-func (emptyKV) ScanKV(string, string, func(string, []byte) error) error { return nil }
+func (emptyKV) GetKV(string, string) ([]byte, bool, error)                     { return nil, false, nil }
+func (emptyKV) ScanKVReverse(string, string, func(string, []byte) error) error { return nil }
 func (emptyKV) BatchKV(string, func(func(string, []byte) error) error) error {
 	return nil
 }
+func (emptyKV) AppendKV(string, func(store.KVWriter) error) error { return nil }

@@ -11,7 +11,7 @@ const maxRunningPerProgram = 64
 
 // runningWeight discounts a running job against an ended one: a run that
 // is still going is often one stuck or left over, not the program's norm.
-var runningWeight = 0.25
+const runningWeight = 0.1
 
 // running is a job that has started and not yet ended: its elapsed time at a
 // query is a lower bound on its duration (a censored observation).

@@ -63,6 +63,11 @@ type Hooks struct {
 	EpilogDeadline time.Duration `yaml:"epilog_deadline" mapstructure:"epilog_deadline"`
 	// DryRun makes every hook action audited but not carried out.
 	DryRun bool `yaml:"dry_run" mapstructure:"dry_run"`
+	// SubmitCache is the submit answer cache that job_submit.lua applies
+	// without running schedmate; empty means submit-answers.tsv beside the
+	// database. job_submit.lua's SCHEDMATE_SUBMIT_CACHE must name the same
+	// file (the default does for root's default database).
+	SubmitCache string `yaml:"submit_cache" mapstructure:"submit_cache"`
 }
 
 // Advisor configures duration estimates.
@@ -133,15 +138,24 @@ type Health struct {
 	BusBWStatistic string `yaml:"busbw_statistic" mapstructure:"busbw_statistic"`
 	// XidWait is how long `health check` listens for Xid events.
 	XidWait time.Duration `yaml:"xid_wait" mapstructure:"xid_wait"`
-	// GPUSpoolDir receives per-job GPU figures from the nodes; empty means
+	// GPUSpoolDir receives per-job GPU figures, and `health check` results
+	// of nodes that cannot open the database, from the nodes; empty means
 	// the database path with ".gpu-spool" appended. It must be shared with
 	// the controller.
 	GPUSpoolDir string `yaml:"gpu_spool_dir" mapstructure:"gpu_spool_dir"`
 	// SampleInterval is the time between per-job GPU samples.
 	SampleInterval time.Duration `yaml:"sample_interval" mapstructure:"sample_interval"`
+	// SimulateGPUs, for tests and demonstrations only, replaces the NVIDIA
+	// driver with a simulated machine ("dgxh100", "dgxh100:4"; also
+	// dgxa100, dgxh200, dgxb200) whose GPUs are healthy and busy. Empty,
+	// the default, uses the real driver.
+	SimulateGPUs string `yaml:"simulate_gpus" mapstructure:"simulate_gpus"`
 }
 
-// LLM configures the optional OpenAI-compatible endpoint.
+// LLM configures the optional OpenAI-compatible endpoint. Only interactive
+// commands use it (diagnose, metrics, estimate), to refine an unsure
+// deterministic answer; the Slurm hooks (submit, epilog) never call it, so a
+// slow or absent server can never delay a job.
 type LLM struct {
 	// Enabled turns the LLM refinements on; off by default.
 	Enabled bool `yaml:"enabled" mapstructure:"enabled"`
@@ -192,7 +206,7 @@ func Default() *Config {
 				"A100": 215, "H100": 440, "H200": 431, "GB200": 432, "GB300": 600,
 			},
 			MaxTemperatureC:  90,
-			NCCLNodesCommand: "srun -w {nodes} -N {nnodes} --ntasks-per-node=1 --gpus-per-node={gpus} all_reduce_perf -b 8M -e 8G -f 2 -g {gpus}",
+			NCCLNodesCommand: "srun --immediate=30 -w {nodes} -N {nnodes} --ntasks-per-node=1 --gpus-per-node={gpus} all_reduce_perf -b 8M -e 8G -f 2 -g {gpus}",
 			BusBWStatistic:   "max",
 			XidWait:          time.Second,
 			SampleInterval:   10 * time.Second,

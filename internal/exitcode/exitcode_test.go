@@ -36,3 +36,13 @@ func TestDescribeListsEveryCode(t *testing.T) {
 		}
 	}
 }
+
+func TestSilent(t *testing.T) {
+	err := Silent(Code(42))
+	if Of(err) != 42 || !IsSilent(err) {
+		t.Errorf("Silent(42): code %d, silent %v", Of(err), IsSilent(err))
+	}
+	if IsSilent(New(Error, errors.New("boom"))) {
+		t.Error("an ordinary error reads as silent")
+	}
+}

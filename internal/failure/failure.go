@@ -11,8 +11,9 @@ package failure
 
 import (
 	"fmt"
-	"regexp"
+	"math"
 	"strings"
+	"unicode"
 
 	"github.com/schedmate/schedmate/internal/logclass"
 	"github.com/schedmate/schedmate/internal/logtext"
@@ -38,7 +39,7 @@ type Options struct {
 // DefaultOptions returns the options used by the diagnose command and the
 // epilog hook.
 func DefaultOptions() Options {
-	return Options{ChunkLines: 20, TailBytes: 512 << 10, HeadBytes: 64 << 10, MaxCascadeBytes: 4 << 20, ContextLines: 3}
+	return Options{ChunkLines: 20, TailBytes: 512 << 10, HeadBytes: 64 << 10, MaxCascadeBytes: 512 << 10, ContextLines: 3}
 }
 
 // ContextLine is one numbered log line shown around the root line.
@@ -74,7 +75,8 @@ func (d *Diagnosis) Record() *store.Diagnosis {
 // entry is one classified line of a window.
 type entry struct {
 	offset int64
-	text   string // cleaned, launcher prefix removed
+	text   string // cleaned, launcher prefix and surrounding space removed
+	indent string // the leading space removed from text, kept for display
 	class  logclass.Class
 }
 
@@ -132,17 +134,19 @@ type locator struct {
 	classified int
 }
 
-func (l *locator) read(start, end int64, maxBytes int) ([]entry, error) {
-	lines, _, err := l.f.ReadLines(start, end, int(^uint(0)>>1), maxBytes)
+// read classifies the lines from start to end, at most maxLines of them
+// and about maxBytes.
+func (l *locator) read(start, end int64, maxLines, maxBytes int) ([]entry, error) {
+	lines, _, err := l.f.ReadLines(start, end, maxLines, maxBytes)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]entry, len(lines))
 	for i, ln := range lines {
-		text := logtext.Clean(ln.Raw)
-		_, rest := logtext.SplitRankPrefix(text)
-		rest = strings.TrimSpace(rest)
-		out[i] = entry{offset: ln.Offset, text: rest, class: logclass.Line(rest)}
+		_, rest := logtext.SplitRankPrefix(logtext.Clean(ln.Raw))
+		rest = strings.TrimRightFunc(rest, unicode.IsSpace)
+		text := strings.TrimLeftFunc(rest, unicode.IsSpace)
+		out[i] = entry{offset: ln.Offset, text: text, indent: rest[:len(rest)-len(text)], class: logclass.Line(text)}
 	}
 	l.classified += len(out)
 	return out, nil
@@ -154,7 +158,7 @@ func (l *locator) run() (*Diagnosis, error) {
 	if err != nil {
 		return nil, err
 	}
-	window, err := l.read(tailStart, size, l.opts.TailBytes+logtext.MaxRawLine)
+	window, err := l.read(tailStart, size, math.MaxInt, l.opts.TailBytes+logtext.MaxRawLine)
 	if err != nil {
 		return nil, err
 	}
@@ -187,7 +191,6 @@ func (l *locator) run() (*Diagnosis, error) {
 	}
 	var rootEntry entry
 	var context []entry
-	rootPos := 0
 	if preSig != nil && (rootSig.tier == symptom || preSig.category == rootSig.category) {
 		ev.add(preSig.name)
 		rootSig = preSig
@@ -196,9 +199,8 @@ func (l *locator) run() (*Diagnosis, error) {
 		rootEntry = window[root]
 		from := max(0, root-l.opts.ContextLines)
 		context = window[from:min(len(window), root+l.opts.ContextLines+1)]
-		rootPos = root - from
 	}
-	return l.verdict(rootEntry, rootSig, ev, context, rootPos)
+	return l.verdict(rootEntry, rootSig, ev, context)
 }
 
 func (l *locator) none() *Diagnosis {
@@ -206,8 +208,8 @@ func (l *locator) none() *Diagnosis {
 }
 
 // verdict builds the diagnosis for the chosen root line; context is a
-// contiguous run of lines in which the root sits at rootPos.
-func (l *locator) verdict(root entry, s *signature, ev *evidence, context []entry, rootPos int) (*Diagnosis, error) {
+// run of window lines around the root.
+func (l *locator) verdict(root entry, s *signature, ev *evidence, context []entry) (*Diagnosis, error) {
 	line, err := l.f.LineNumber(root.offset)
 	if err != nil {
 		return nil, fmt.Errorf("number root line: %w", err)
@@ -225,10 +227,30 @@ func (l *locator) verdict(root entry, s *signature, ev *evidence, context []entr
 	if d.Category == Infrastructure && d.Component == "" {
 		d.Component = ComponentOther
 	}
-	for i, c := range context {
-		d.Context = append(d.Context, ContextLine{Number: line + i - rootPos, Text: c.text})
+	for _, c := range context {
+		n, err := l.contextNumber(line, root.offset, c.offset)
+		if err != nil {
+			return nil, fmt.Errorf("number context line: %w", err)
+		}
+		// pieces of one overlong line share a number: show the first
+		if len(d.Context) > 0 && d.Context[len(d.Context)-1].Number == n {
+			continue
+		}
+		d.Context = append(d.Context, ContextLine{Number: n, Text: c.indent + c.text})
 	}
 	return d, nil
+}
+
+// contextNumber numbers the line at off from the root line's number by
+// counting the newlines between them, since the window may hold several
+// pieces of one overlong line.
+func (l *locator) contextNumber(rootLine int, rootOff, off int64) (int, error) {
+	if off <= rootOff {
+		n, err := l.f.CountNewlines(off, rootOff)
+		return rootLine - n, err
+	}
+	n, err := l.f.CountNewlines(rootOff, off)
+	return rootLine + n, err
 }
 
 // confidence scores a verdict by how directly the root line names the cause
@@ -270,7 +292,7 @@ func progressAfter(w []entry) int {
 // continuation matches lines that belong to an error report without being
 // errors themselves: traceback frames and source lines, C++ frames, glog
 // stacks, NCCL INFO return-code chains, caret markers.
-var continuation = regexp.MustCompile(`^(?:File "|frame #\d|@\s+0x|\^+$|~+\^*|\.\.\.|During handling of the above|The above exception was|Last error:|Exception raised from|\*\*\*|raise |return |NCCL INFO|[\w:.-]+:\d+:\d+ \[\d+\] NCCL INFO|\S+ NCCL INFO)|^\s*$`)
+var continuation = lazyRegexp(`^(?:File "|frame #\d|@\s+0x|\^+$|~+\^*|\.\.\.|During handling of the above|The above exception was|Last error:|Exception raised from|\*\*\*|raise |return |NCCL INFO|[\w:.-]+:\d+:\d+ \[\d+\] NCCL INFO|\S+ NCCL INFO)|^\s*$`)
 
 // walkBack returns the first line of the cascade that ends at last: it goes
 // back over errors, warnings and continuation lines, and stops at training
@@ -285,7 +307,7 @@ func walkBack(w []entry, last int) (start int, reachedTop bool) {
 			return start, false
 		case e.class == logclass.Error:
 			start, gap = i, 0
-		case e.class == logclass.Warning || e.text == "" || continuation.MatchString(e.text) || strings.HasPrefix(e.text, "  "):
+		case e.class == logclass.Warning || e.text == "" || continuation().MatchString(e.text) || len(e.indent) >= 2:
 		default:
 			gap++
 			if gap > maxGap {
@@ -308,13 +330,9 @@ func (l *locator) searchCascadeStart(end int64) ([]entry, int64, error) {
 		if err != nil {
 			return nil, 0, err
 		}
-		chunk, err := l.read(at, end, l.opts.ChunkLines*logtext.MaxRawLine)
+		chunk, err := l.read(at, end, l.opts.ChunkLines, l.opts.ChunkLines*logtext.MaxRawLine)
 		if err != nil {
 			return nil, 0, err
-		}
-		if len(chunk) > l.opts.ChunkLines {
-			l.classified -= len(chunk) - l.opts.ChunkLines
-			chunk = chunk[:l.opts.ChunkLines]
 		}
 		if failing(chunk) {
 			hi = mid
@@ -329,7 +347,7 @@ func (l *locator) searchCascadeStart(end int64) ([]entry, int64, error) {
 	if end-from > int64(l.opts.MaxCascadeBytes) {
 		end = from + int64(l.opts.MaxCascadeBytes)
 	}
-	prefix, err := l.read(from, end, l.opts.MaxCascadeBytes)
+	prefix, err := l.read(from, end, math.MaxInt, l.opts.MaxCascadeBytes)
 	return prefix, from, err
 }
 
@@ -372,23 +390,29 @@ func chooseRoot(w []entry, start, last int) (int, *evidence) {
 	var rootSig *signature
 	inLibrary := false
 	for i := start - 1; i >= max(0, start-maxGap); i-- {
-		if pythonFrame.MatchString(w[i].text) {
-			inLibrary = libraryFrame.MatchString(w[i].text)
+		if pythonFrame().MatchString(w[i].text) {
+			inLibrary = libraryFrame().MatchString(w[i].text)
 			break
 		}
 	}
 	seen := map[string]bool{}
+	shapes := map[string]*signature{}
 	end := min(last, start+maxRootScan)
 	for i := start; i <= end; i++ {
 		e := w[i]
-		if pythonFrame.MatchString(e.text) {
-			inLibrary = libraryFrame.MatchString(e.text)
+		if pythonFrame().MatchString(e.text) {
+			inLibrary = libraryFrame().MatchString(e.text)
 			continue
 		}
-		if e.class == logclass.Progress || continuation.MatchString(e.text) {
+		if e.class == logclass.Progress || continuation().MatchString(e.text) {
 			continue
 		}
-		s := matchSignature(e.text)
+		key := lineShape(e.text)
+		s, known := shapes[key]
+		if !known {
+			s = matchSignature(e.text)
+			shapes[key] = s
+		}
 		switch {
 		case s == nil && e.class == logclass.Error:
 			s = genericException(e.text, inLibrary)
@@ -418,6 +442,17 @@ func chooseRoot(w []entry, start, last int) (int, *evidence) {
 	return root, ev
 }
 
+// digits matches the runs of digits that tell apart the repeats of one
+// message (ranks, sequence numbers, timings).
+var digits = lazyRegexp(`[0-9]+`)
+
+// lineShape returns text with its digit runs collapsed, so that the
+// thousands of repeats of one message in a long cascade are matched against
+// the signatures once.
+func lineShape(text string) string {
+	return digits().ReplaceAllLiteralString(text, "0")
+}
+
 // findPrecursor looks for a cause printed as a warning before the cascade:
 // in the window lines before it and in the head of the file.
 func (l *locator) findPrecursor(before []entry, windowStart int64) (entry, *signature, error) {
@@ -428,7 +463,7 @@ func (l *locator) findPrecursor(before []entry, windowStart int64) (entry, *sign
 		return entry{}, nil, nil
 	}
 	headEnd := min(windowStart, int64(l.opts.HeadBytes))
-	head, err := l.read(0, headEnd, l.opts.HeadBytes)
+	head, err := l.read(0, headEnd, math.MaxInt, l.opts.HeadBytes)
 	if err != nil {
 		return entry{}, nil, err
 	}

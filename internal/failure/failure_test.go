@@ -115,15 +115,58 @@ func TestDiagnoseFileErrors(t *testing.T) {
 	}
 }
 
-// BenchmarkDiagnose256K diagnoses a 256K-line log that ends in a crash.
-func BenchmarkDiagnose256K(b *testing.B) {
-	data := []byte(progressLines(256<<10) + "Traceback (most recent call last):\n  File \"train.py\", line 9, in <module>\ntorch.OutOfMemoryError: CUDA out of memory. Tried to allocate 3.91 GiB\nsrun: error: n1: task 0: Exited with exit code 1\n")
-	b.SetBytes(int64(len(data)))
-	var classified int
-	for b.Loop() {
-		classified = diagnoseBytes(b, data, DefaultOptions()).LinesClassified
+// watchdogNoise returns n lines of the timeouts a hung NCCL job prints for
+// hours after the collective that never completed.
+func watchdogNoise(n int) string {
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, "[rank%d]:[E ProcessGroupNCCL.cpp:607] [Rank %d] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=%d, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600%03d milliseconds before timing out.\n", i%64, i%64, 88211+i/64, i%1000)
 	}
-	b.ReportMetric(float64(classified), "lines-classified")
+	return b.String()
+}
+
+// ibRoot is the line that states the cause of the hang in hangLog.
+const ibRoot = "gpu3:11:12 [3] transport/net_ib.cc:1295 NCCL WARN NET/IB : Got completion from peer 10.0.0.2<4711> with error 12, opcode 0, len 0, vendor err 129\n"
+
+// longLogs are 256K-line logs: one whose cause sits at the end, read from
+// the tail window alone, and one whose cause is followed by 128K lines of
+// watchdog noise, found by the binary search over chunks.
+var longLogs = []struct {
+	name     string
+	data     []byte
+	rootLine int
+}{
+	{"cause-at-end", []byte(progressLines(256<<10) + "Traceback (most recent call last):\n  File \"train.py\", line 9, in <module>\ntorch.OutOfMemoryError: CUDA out of memory. Tried to allocate 3.91 GiB\nsrun: error: n1: task 0: Exited with exit code 1\n"), 256<<10 + 3},
+	{"cause-before-hours-of-noise", []byte(progressLines(128<<10) + ibRoot + watchdogNoise(128<<10-1)), 128<<10 + 1},
+}
+
+func TestLongLogs(t *testing.T) {
+	for _, tt := range longLogs {
+		t.Run(tt.name, func(t *testing.T) {
+			d := diagnoseBytes(t, tt.data, DefaultOptions())
+			if d.Line != tt.rootLine {
+				t.Fatalf("root at line %d (%s), want %d", d.Line, d.Text, tt.rootLine)
+			}
+			if d.LinesClassified >= 64<<10 {
+				t.Errorf("classified %d lines of 256K", d.LinesClassified)
+			}
+		})
+	}
+}
+
+// BenchmarkDiagnose256K diagnoses 256K-line logs and reports how many lines
+// the locator classified.
+func BenchmarkDiagnose256K(b *testing.B) {
+	for _, tt := range longLogs {
+		b.Run(tt.name, func(b *testing.B) {
+			b.SetBytes(int64(len(tt.data)))
+			var classified int
+			for b.Loop() {
+				classified = diagnoseBytes(b, tt.data, DefaultOptions()).LinesClassified
+			}
+			b.ReportMetric(float64(classified), "lines-classified")
+		})
+	}
 }
 
 func FuzzDiagnose(f *testing.F) {

@@ -3,6 +3,7 @@ package failure
 import (
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // Category is the failure class of the Acme taxonomy used by the paper.
@@ -44,7 +45,7 @@ const (
 // signature is one known way a failure shows in a log.
 type signature struct {
 	name      string
-	re        *regexp.Regexp
+	re        func() *regexp.Regexp
 	category  Category
 	component string
 	tier      tier
@@ -65,8 +66,14 @@ const (
 	actionOther     = "inspect the log around the reported line"
 )
 
+// lazyRegexp returns a function that compiles pattern on its first call,
+// so that a process pays only for the patterns it uses.
+func lazyRegexp(pattern string) func() *regexp.Regexp {
+	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(pattern) })
+}
+
 func sig(name, pattern string, cat Category, comp string, t tier, action string) signature {
-	return signature{name: name, re: regexp.MustCompile(pattern), category: cat, component: comp, tier: t, action: action}
+	return signature{name: name, re: lazyRegexp(pattern), category: cat, component: comp, tier: t, action: action}
 }
 
 func precursorSig(name, pattern string, cat Category, comp string, action string) signature {
@@ -133,7 +140,7 @@ var signatures = []signature{
 // prefix removed), or nil.
 func matchSignature(text string) *signature {
 	for i := range signatures {
-		if signatures[i].re.MatchString(text) {
+		if signatures[i].re().MatchString(text) {
 			return &signatures[i]
 		}
 	}
@@ -142,18 +149,18 @@ func matchSignature(text string) *signature {
 
 // exceptionName extracts the exception class of a traceback's last line,
 // such as "RuntimeError" from "torch.RuntimeError: boom".
-var exceptionName = regexp.MustCompile(`^(?:[A-Za-z_]\w*\.)*([A-Z]\w*(?:Error|Exception|Fault))\b`)
+var exceptionName = lazyRegexp(`^(?:[A-Za-z_]\w*\.)*([A-Z]\w*(?:Error|Exception|Fault))\b`)
 
 // libraryFrame matches a traceback frame inside an installed package.
-var libraryFrame = regexp.MustCompile(`^\s*File "[^"]*(?:site-packages|dist-packages|/lib/python\d|\\lib\\)`)
+var libraryFrame = lazyRegexp(`^\s*File "[^"]*(?:site-packages|dist-packages|/lib/python\d|\\lib\\)`)
 
 // pythonFrame matches any traceback frame line.
-var pythonFrame = regexp.MustCompile(`^\s*File "[^"]*", line \d+`)
+var pythonFrame = lazyRegexp(`^\s*File "[^"]*", line \d+`)
 
 // genericException classifies an exception line that no signature names,
 // using whether the innermost frame was library code.
 func genericException(text string, inLibrary bool) *signature {
-	m := exceptionName.FindStringSubmatch(text)
+	m := exceptionName().FindStringSubmatch(text)
 	if m == nil {
 		return nil
 	}

@@ -89,9 +89,9 @@ func (r Report) Failures() []Finding {
 // Check runs the fast NVML checks on every GPU: count, uncorrectable ECC,
 // retired pages and remapped rows, NVLink state and errors, temperature and
 // throttling, PCIe link width and generation, and Xid events within
-// opts.XidWait. When NVML is unavailable the report says so and contains
-// no failure: a node without GPUs or driver is not broken by that alone,
-// unless opts.ExpectedGPUs says it should have GPUs.
+// opts.XidWait. When NVML is unavailable (no driver, no GPU) the report
+// says so and contains no failure, even when opts.ExpectedGPUs says the
+// node should have GPUs: without NVML there is no trusted evidence.
 func Check(ctx context.Context, m Manager, opts CheckOptions) Report {
 	var r Report
 	devs, err := m.Devices()
@@ -103,9 +103,11 @@ func Check(ctx context.Context, m Manager, opts CheckOptions) Report {
 			r.Reason = strings.TrimPrefix(err.Error(), ErrUnavailable.Error()+": ")
 			f := Finding{GPU: -1, Check: "nvml", Severity: SevUnavailable, Detail: err.Error()}
 			if opts.ExpectedGPUs > 0 {
-				// A node configured with GPUs whose driver does not answer
-				// is broken, not GPU-less.
-				f = Finding{GPU: -1, Check: "gpu-count", Severity: SevFail, Detail: fmt.Sprintf("%d GPUs expected, none usable: %v", opts.ExpectedGPUs, err)}
+				// Slurm's gres count alone cannot tell a broken driver from
+				// a node without one (a test or CPU-only host declaring
+				// gpu:N), so this is reported, never failed: a drain needs
+				// evidence from NVML itself.
+				f.Detail = fmt.Sprintf("%d GPUs expected, not checked: %v", opts.ExpectedGPUs, err)
 			}
 			r.Findings = append(r.Findings, f)
 			return r

@@ -27,6 +27,21 @@ func Open() *Fallback {
 	return f
 }
 
+// OpenSimulated returns a Fallback over Simulate(spec), already
+// initialised: go-nvml's mock machine instead of the driver, for tests and
+// demonstrations on hosts without GPUs.
+func OpenSimulated(spec string) (*Fallback, error) {
+	m, err := Simulate(spec)
+	if err != nil {
+		return nil, err
+	}
+	f := &Fallback{Primary: m}
+	if err := f.Init(); err != nil {
+		return nil, fmt.Errorf("start simulated GPUs %q: %w", spec, err)
+	}
+	return f, nil
+}
+
 // Init implements Manager; the error is the primary's start error, and the
 // Fallback then answers as Null.
 func (f *Fallback) Init() error {

@@ -39,7 +39,7 @@ func recordAsChild(id, dbPath string) int {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
-	if _, _, err := CaptureEnd(ctx, open, spool.ForStore(dbPath), end); err != nil {
+	if _, _, err := CaptureEnd(ctx, open, Places{Spool: spool.ForStore(dbPath)}, end); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}

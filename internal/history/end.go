@@ -91,6 +91,52 @@ func EndFromEnv(env map[string]string) (*End, error) {
 	return e, nil
 }
 
+// SlurmID is the id Slurm knows the job by: an array task's own id, else
+// the job id.
+func (e *End) SlurmID() string {
+	if raw := e.Job.Metadata[rawIDKey]; raw != "" {
+		return raw
+	}
+	return e.Job.JobID
+}
+
+// CompleteFromSlurm fills in what EpilogSlurmctld's environment lacks from
+// Slurm's view of the ended job (scontrol, which still holds the job while
+// its epilog runs): the final state name when Slurm already has it, the
+// exit status when the environment says 0:0 but Slurm knows better (a job
+// cancelled while running is 0:0 in the environment, 0:15 in Slurm, and
+// COMPLETING until its epilog ends), and the times and sizes the
+// environment leaves out.
+func (e *End) CompleteFromSlurm(sj *slurm.Job) {
+	if s := normalizeState(sj.State); s != "" {
+		e.SlurmState = s
+	}
+	j := &e.Job
+	if j.ExitCode == 0 && j.Signal == 0 {
+		j.ExitCode, j.Signal = sj.ExitCode, sj.Signal
+	}
+	for _, t := range []struct {
+		dst *time.Time
+		src time.Time
+	}{{&j.Submit, sj.Submit}, {&j.Start, sj.Start}, {&j.End, sj.End}} {
+		if t.dst.IsZero() && !t.src.IsZero() {
+			*t.dst = t.src.UTC()
+		}
+	}
+	if j.TimeLimit == 0 {
+		j.TimeLimit = sj.TimeLimit
+	}
+	if j.NumCPUs == 0 {
+		j.NumCPUs = sj.NumCPUs
+	}
+	if j.NumGPUs == 0 {
+		j.NumGPUs = sj.GPUs
+	}
+	if j.Command == "" {
+		j.Command = sj.Command
+	}
+}
+
 // setArrayTask keys an array task as users know it (squeue, sacct):
 // <array>_<task>, keeping Slurm's own id for the task in Metadata.
 func setArrayTask(j *store.Job, rawID, arrayID, taskID string) {

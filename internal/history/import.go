@@ -32,9 +32,10 @@ var endedStates = map[string]bool{
 
 // Import adds jobs from Slurm accounting to the history. Facts the history
 // already holds (from the epilog) win; accounting only fills the gaps, so
-// importing the same data again changes nothing. progress, when set, is
-// called after each batch with the rows handled so far.
-func Import(st *store.Store, jobs []slurm.Job, progress func(done, total int)) (ImportResult, error) {
+// importing the same data again changes nothing. index, when set, is given
+// each batch's jobs as stored (to index them for estimates); progress, when
+// set, is called after each batch with the rows handled so far.
+func Import(st *store.Store, jobs []slurm.Job, index func([]*store.Job) error, progress func(done, total int)) (ImportResult, error) {
 	var res ImportResult
 	for start := 0; start < len(jobs); start += importBatch {
 		batch := map[string]*store.Job{}
@@ -51,7 +52,9 @@ func Import(st *store.Store, jobs []slurm.Job, progress func(done, total int)) (
 			batch[j.JobID] = j
 		}
 		var counts ImportResult
+		stored := make([]*store.Job, 0, len(ids))
 		err := st.UpdateJobs(ids, func(j *store.Job, exists bool) error {
+			defer func() { c := *j; stored = append(stored, &c) }()
 			if !exists {
 				*j = *batch[j.JobID]
 				counts.Added++
@@ -68,6 +71,11 @@ func Import(st *store.Store, jobs []slurm.Job, progress func(done, total int)) (
 		})
 		if err != nil {
 			return res, fmt.Errorf("import accounting rows %d-%d: %w", start+1, start+len(ids), err)
+		}
+		if index != nil {
+			if err := index(stored); err != nil {
+				return res, fmt.Errorf("index imported rows %d-%d: %w", start+1, start+len(ids), err)
+			}
 		}
 		res.Added += counts.Added
 		res.Updated += counts.Updated

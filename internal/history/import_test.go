@@ -1,6 +1,7 @@
 package history
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -24,7 +25,14 @@ func TestImport(t *testing.T) {
 		{ID: "", State: "COMPLETED"},
 	}
 	var calls int
-	res, err := Import(st, rows, func(done, total int) {
+	var indexed []string
+	index := func(jobs []*store.Job) error {
+		for _, j := range jobs {
+			indexed = append(indexed, j.JobID+":"+j.Source)
+		}
+		return nil
+	}
+	res, err := Import(st, rows, index, func(done, total int) {
 		calls++
 		if done != total || total != len(rows) {
 			t.Errorf("progress(%d, %d)", done, total)
@@ -35,6 +43,10 @@ func TestImport(t *testing.T) {
 	}
 	if want := (ImportResult{Added: 2, Updated: 1, Skipped: 3}); res != want || calls != 1 {
 		t.Fatalf("Import = %+v after %d progress calls, want %+v", res, calls, want)
+	}
+	// Each job is indexed as stored: job 10 keeps the epilog's facts.
+	if got := strings.Join(indexed, " "); got != "10:epilog 11:sacct 13_4:sacct" {
+		t.Errorf("indexed %q", got)
 	}
 	j, err := st.GetJob("10")
 	if err != nil {
@@ -49,7 +61,7 @@ func TestImport(t *testing.T) {
 	if j, _ := st.GetJob("13_4"); j == nil || j.Metadata["job_id_raw"] != "20" || j.NumGPUs != 8 {
 		t.Errorf("imported array task = %+v", j)
 	}
-	again, err := Import(st, rows, nil)
+	again, err := Import(st, rows, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/schedmate/schedmate/internal/spool"
 	"github.com/schedmate/schedmate/internal/store"
+	"github.com/schedmate/schedmate/slurm"
 )
 
 func openStore(t *testing.T) (*store.Store, string) {
@@ -197,11 +198,11 @@ func TestCaptureSpoolsWhenLockedAndDrainsLater(t *testing.T) {
 	dir := spool.ForStore(path)
 	ctx := context.Background()
 
-	out, err := CaptureSubmission(ctx, lockedOpener(path), dir, submission(time.Unix(1700000000, 0), "spooled"))
+	out, err := CaptureSubmission(ctx, lockedOpener(path), Places{Spool: dir}, submission(time.Unix(1700000000, 0), "spooled"))
 	if err != nil || !out.Spooled || !errors.Is(out.StoreErr, store.ErrLocked) {
 		t.Fatalf("CaptureSubmission = %+v, %v", out, err)
 	}
-	job, out, err := CaptureEnd(ctx, lockedOpener(path), dir, endAt(t, map[string]string{"SLURM_JOB_EXIT_CODE2": "0:125"}))
+	job, out, err := CaptureEnd(ctx, lockedOpener(path), Places{Spool: dir}, endAt(t, map[string]string{"SLURM_JOB_EXIT_CODE2": "0:125"}))
 	if err != nil || !out.Spooled {
 		t.Fatalf("CaptureEnd = %+v, %v", out, err)
 	}
@@ -235,7 +236,7 @@ func TestCaptureWritesStoreAndDrainsFirst(t *testing.T) {
 		t.Fatal(err)
 	}
 	open := func() (*store.Store, error) { return st, nil }
-	job, out, err := CaptureEnd(context.Background(), open, dir, endAt(t, nil))
+	job, out, err := CaptureEnd(context.Background(), open, Places{Spool: dir}, endAt(t, nil))
 	if err != nil || out.Spooled || out.Drained.Applied != 1 || out.Drained.SetAside != 1 {
 		t.Fatalf("CaptureEnd = %+v, %v", out, err)
 	}
@@ -252,7 +253,7 @@ func TestCaptureSpoolsAtDeadline(t *testing.T) {
 	slow := func() (*store.Store, error) { <-release; return nil, errors.New("too late") }
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
-	out, err := CaptureSubmission(ctx, slow, dir, submission(time.Unix(1700000000, 0), "h"))
+	out, err := CaptureSubmission(ctx, slow, Places{Spool: dir}, submission(time.Unix(1700000000, 0), "h"))
 	if err != nil || !out.Spooled || !errors.Is(out.StoreErr, context.DeadlineExceeded) {
 		t.Fatalf("CaptureSubmission = %+v, %v", out, err)
 	}
@@ -261,10 +262,10 @@ func TestCaptureSpoolsAtDeadline(t *testing.T) {
 func TestCaptureRefusesIncompleteRecords(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "spool")
 	never := func() (*store.Store, error) { t.Fatal("store opened for an incomplete record"); return nil, nil }
-	if _, err := CaptureSubmission(context.Background(), never, dir, &Submission{Name: "x", Time: time.Now()}); err == nil {
+	if _, err := CaptureSubmission(context.Background(), never, Places{Spool: dir}, &Submission{Name: "x", Time: time.Now()}); err == nil {
 		t.Error("submission without user accepted")
 	}
-	if _, _, err := CaptureEnd(context.Background(), never, dir, &End{}); err == nil {
+	if _, _, err := CaptureEnd(context.Background(), never, Places{Spool: dir}, &End{}); err == nil {
 		t.Error("end without job id accepted")
 	}
 	if pending, _ := spool.New(dir).Pending(); len(pending) != 0 {
@@ -278,8 +279,62 @@ func TestCaptureFailsOnlyWhenNothingCanBeWritten(t *testing.T) {
 		t.Fatal(err)
 	}
 	broken := func() (*store.Store, error) { return nil, store.ErrCorrupt }
-	_, err := CaptureSubmission(context.Background(), broken, dir, submission(time.Unix(1700000000, 0), "h"))
+	_, err := CaptureSubmission(context.Background(), broken, Places{Spool: dir}, submission(time.Unix(1700000000, 0), "h"))
 	if err == nil {
 		t.Fatal("CaptureSubmission reported success with neither store nor spool")
+	}
+}
+
+func TestRecordEndCompletedFromSlurm(t *testing.T) {
+	at := time.Unix(1700000000, 0).UTC()
+	tests := []struct {
+		name      string
+		env       map[string]string
+		slurm     slurm.Job
+		wantState string
+		wantSig   int
+	}{
+		// scancel while running: 0:0 in the environment, 0:15 and
+		// COMPLETING in scontrol while the epilog runs.
+		{"cancelled", nil, slurm.Job{State: "COMPLETING", Signal: 15}, "CANCELLED", 15},
+		{"final state wins", nil, slurm.Job{State: "NODE_FAIL"}, "NODE_FAIL", 0},
+		{"environment status kept", map[string]string{"SLURM_JOB_EXIT_CODE2": "3:0"}, slurm.Job{State: "COMPLETING", Signal: 9}, "FAILED", 0},
+		{"no answer", nil, slurm.Job{}, "COMPLETED", 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			st, _ := openStore(t)
+			end := endAt(t, tt.env)
+			end.Job.Submit = time.Time{}
+			tt.slurm.Submit = at
+			end.CompleteFromSlurm(&tt.slurm)
+			job, err := RecordEnd(st, end)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if job.State != tt.wantState || job.Signal != tt.wantSig || !job.Submit.Equal(at) {
+				t.Errorf("job = %s signal %d submit %v, want %s signal %d submit %v", job.State, job.Signal, job.Submit, tt.wantState, tt.wantSig, at)
+			}
+		})
+	}
+}
+
+func TestRecordEndAgainKeepsSlurmState(t *testing.T) {
+	st, _ := openStore(t)
+	end := endAt(t, nil)
+	if _, err := RecordEnd(st, end); err != nil {
+		t.Fatal(err)
+	}
+	// Slurm's final word arrives after the end was recorded.
+	if err := st.UpdateJob(end.Job.JobID, func(j *store.Job) error { j.State = "PREEMPTED"; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	job, err := RecordEnd(st, end) // the same end, read again from the spool
+	if err != nil || job.State != "PREEMPTED" {
+		t.Fatalf("re-recorded end = %+v, %v", job, err)
+	}
+	next, err := RecordEnd(st, endAt(t, map[string]string{"SLURM_JOB_RESTART_COUNT": "1"}))
+	if err != nil || next.State != "COMPLETED" {
+		t.Fatalf("end of the requeued run = %+v, %v", next, err)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -48,6 +49,12 @@ type Submission struct {
 	// MatchedJob is the job (or array job) id whose end matched this
 	// submission; empty while unmatched.
 	MatchedJob string `json:"matched_job,omitempty"`
+	// CacheKey is job_submit.lua's key for the submit answer cache; a
+	// submission with one and not FromCache is kept as the template that
+	// later cache hits of the same key are recorded from.
+	CacheKey string `json:"cache_key,omitempty"`
+	// FromCache is true when job_submit.lua answered from the cache.
+	FromCache bool `json:"from_cache,omitempty"`
 }
 
 // identity is who submitted: the numeric uid when known, else the user name.
@@ -96,7 +103,25 @@ func RecordSubmission(st *store.Store, sub *Submission) error {
 	if err := st.PutKV(submissionsBucket, sub.key(), val); err != nil {
 		return fmt.Errorf("record submission of %q: %w", sub.Name, err)
 	}
+	if sub.CacheKey != "" && !sub.FromCache && sub.MatchedJob == "" {
+		if err := st.PutKV(templatesBucket, sub.CacheKey, val); err != nil {
+			return fmt.Errorf("record submission of %q as cache template: %w", sub.Name, err)
+		}
+	}
 	return nil
+}
+
+// ScriptPath returns the batch script as the user named it: the first
+// element of the submitting command line, made absolute against the job's
+// working directory. It is empty when the command line is unknown.
+func ScriptPath(argv []string, workDir string) string {
+	if len(argv) == 0 || argv[0] == "" {
+		return ""
+	}
+	if filepath.IsAbs(argv[0]) || workDir == "" {
+		return argv[0]
+	}
+	return filepath.Join(workDir, argv[0])
 }
 
 // matchSubmission finds the submission a job end belongs to: one already

@@ -62,11 +62,8 @@ func Run(ctx context.Context, d Deps, job *store.Job) (*Outcome, error) {
 	}
 	out := &Outcome{}
 	var errs []error
-	if err := completeFromSlurm(ctx, d, job); err != nil {
-		errs = append(errs, err)
-	}
 	if d.GPUSpool != nil {
-		if _, err := nodehealth.IngestJobGPU(d.GPUSpool, d.Store); err != nil {
+		if _, err := nodehealth.IngestSpool(d.GPUSpool, d.Store); err != nil {
 			errs = append(errs, fmt.Errorf("ingest GPU figures: %w", err))
 		}
 	}
@@ -95,68 +92,6 @@ func Run(ctx context.Context, d Deps, job *store.Job) (*Outcome, error) {
 		}
 	}
 	return out, errors.Join(errs...)
-}
-
-// completeFromSlurm fills in what EpilogSlurmctld's environment lacks (the
-// submit, start and end times, the time limit and Slurm's own name for the
-// final state, such as TIMEOUT or NODE_FAIL) with one query to slurmctld,
-// which still holds the job while its epilog runs. Without an answer the
-// end is the time the epilog ran.
-func completeFromSlurm(ctx context.Context, d Deps, job *store.Job) error {
-	id := job.JobID
-	if raw := job.Metadata["job_id_raw"]; raw != "" {
-		id = raw
-	}
-	sj, err := d.Cluster.Job(ctx, id)
-	if err != nil {
-		if job.End.IsZero() {
-			job.End = d.Now()
-			return d.Store.UpdateJob(job.JobID, func(j *store.Job) error { j.End = job.End; return nil })
-		}
-		return nil
-	}
-	return d.Store.UpdateJob(job.JobID, func(j *store.Job) error {
-		mergeSlurmJob(j, sj)
-		*job = *j
-		return nil
-	})
-}
-
-// mergeSlurmJob copies Slurm's view of an ended job into its record where
-// the record lacks it; Slurm's final state name always wins.
-func mergeSlurmJob(j *store.Job, sj *slurm.Job) {
-	setTime := func(dst *time.Time, src time.Time) {
-		if dst.IsZero() && !src.IsZero() {
-			*dst = src
-		}
-	}
-	setTime(&j.Submit, sj.Submit)
-	setTime(&j.Start, sj.Start)
-	setTime(&j.End, sj.End)
-	if j.TimeLimit == 0 {
-		j.TimeLimit = sj.TimeLimit
-	}
-	if sj.State != "" && isFinal(sj.State) {
-		j.State = sj.State
-	}
-	if j.NumCPUs == 0 {
-		j.NumCPUs = sj.NumCPUs
-	}
-	if j.NumGPUs == 0 {
-		j.NumGPUs = sj.GPUs
-	}
-	if j.Command == "" {
-		j.Command = sj.Command
-	}
-}
-
-// isFinal reports whether a Slurm state name is one a job ends in.
-func isFinal(state string) bool {
-	switch state {
-	case "COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE", "PREEMPTED":
-		return true
-	}
-	return false
 }
 
 // needsDiagnosis reports whether a job in this final state may have a

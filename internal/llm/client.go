@@ -65,6 +65,10 @@ func New(cfg Config, opts Options) (*Client, error) {
 // Config returns the client's configuration.
 func (c *Client) Config() Config { return c.cfg }
 
+// Cache returns the client's answer cache, nil when it has none, so callers
+// can keep results of their own (keyed with HashKey) next to its answers.
+func (c *Client) Cache() Cache { return c.cache }
+
 // Usage returns the tokens used by this client so far.
 func (c *Client) Usage() Usage { return c.meter.get() }
 

@@ -8,6 +8,7 @@ package logclass
 import (
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/schedmate/schedmate/internal/logtext"
 )
@@ -38,27 +39,33 @@ func (c Class) String() string {
 	}
 }
 
+// lazyRegexp returns a function that compiles pattern on its first call,
+// so that a process pays only for the patterns it uses.
+func lazyRegexp(pattern string) func() *regexp.Regexp {
+	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(pattern) })
+}
+
 var (
 	// exceptionLine is the last line of a Python traceback or a raised
 	// exception: "RuntimeError: ...", "torch.OutOfMemoryError: ...".
-	exceptionLine = regexp.MustCompile(`^(?:[A-Za-z_]\w*\.)*(?:[A-Z]\w*(?:Error|Exception|Interrupt|Fault)|Exception|KeyboardInterrupt|SystemExit)(?::|$|\s*\()`)
-	warningClass  = regexp.MustCompile(`\b[A-Z]\w*Warning:`)
+	exceptionLine = lazyRegexp(`^(?:[A-Za-z_]\w*\.)*(?:[A-Z]\w*(?:Error|Exception|Interrupt|Fault)|Exception|KeyboardInterrupt|SystemExit)(?::|$|\s*\()`)
+	warningClass  = lazyRegexp(`\b[A-Z]\w*Warning:`)
 	// errorLevel matches log levels and markers that mean an error was
 	// reported: "ERROR", "[E socket.cpp:793]", glog "E0426"/"F0426",
 	// "srun: error:", "Segmentation fault".
-	errorLevel = regexp.MustCompile(`(?:^|[\s\[|(<:])(?:ERROR|FATAL|CRITICAL|PANIC)(?:$|[\s\]|):>-])|^\[?[EF]\d{4} \d\d:\d\d|^\[?[EF]\d{4}\s|^\[E[\s\d]|\[(?:E|error|Error)\]|(?:^|\s)error:|^Error[: ]|Traceback \(most recent call last\)|Segmentation fault|core dumped|(?:^|\s)Aborted\b|\bBus error\b|^Killed\b|\bFatal (?:error|Python error)|\bterminate called\b|\bCheck failed\b`)
+	errorLevel = lazyRegexp(`(?:^|[\s\[|(<:])(?:ERROR|FATAL|CRITICAL|PANIC)(?:$|[\s\]|):>-])|^\[?[EF]\d{4} \d\d:\d\d|^\[?[EF]\d{4}\s|^\[E[\s\d]|\[(?:E|error|Error)\]|(?:^|\s)error:|^Error[: ]|Traceback \(most recent call last\)|Segmentation fault|core dumped|(?:^|\s)Aborted\b|\bBus error\b|^Killed\b|\bFatal (?:error|Python error)|\bterminate called\b|\bCheck failed\b`)
 	// failureWords are phrases that state a failure in lines without a
 	// log level.
-	failureWords = regexp.MustCompile(`(?i)\b(?:failed|failure|fatal|unrecoverable|uncorrectable|timed out|unreachable|refused|reset by peer|no such file|not found|cannot|can't|could not|unable to|denied|exited with exit code|killed|out of memory|no space left|fallen off|exception|with error|error \d+)\b`)
+	failureWords = lazyRegexp(`(?i)\b(?:failed|failure|fatal|unrecoverable|uncorrectable|timed out|unreachable|refused|reset by peer|no such file|not found|cannot|can't|could not|unable to|denied|exited with exit code|killed|out of memory|no space left|fallen off|exception|with error|error \d+)\b`)
 	// warnLevel matches warning log levels.
-	warnLevel = regexp.MustCompile(`(?:^|[\s\[|(<:])(?:WARN|WARNING|Warning)(?:$|[\s\]|):>-])|^\[?W\d{4} \d\d:\d\d|^\[W[\s\d]|\[(?:W|warn(?:ing)?)\]|(?i)\bdeprecat`)
+	warnLevel = lazyRegexp(`(?:^|[\s\[|(<:])(?:WARN|WARNING|Warning)(?:$|[\s\]|):>-])|^\[?W\d{4} \d\d:\d\d|^\[W[\s\d]|\[(?:W|warn(?:ing)?)\]|(?i)\bdeprecat`)
 	// infoLevel matches informational log levels; such lines are errors only
 	// when they carry an exception or a strong error marker.
-	infoLevel = regexp.MustCompile(`(?:^|[\s\[|(<:])(?:INFO|DEBUG|TRACE)(?:$|[\s\]|):>-])|^\[?I\d{4} \d\d:\d\d|\[[ID]\]`)
+	infoLevel = lazyRegexp(`(?:^|[\s\[|(<:])(?:INFO|DEBUG|TRACE)(?:$|[\s\]|):>-])|^\[?I\d{4} \d\d:\d\d|\[[ID]\]`)
 	// benignNCCL are NCCL warnings printed by healthy jobs.
-	benignNCCL = regexp.MustCompile(`(?i)NCCL WARN (?:NET/Plugin|Could not find|Cuda failure 'peer access is not supported|.*NCCL_\w+ set by environment|.*is deprecated|.*falling back|.*Ignoring)`)
+	benignNCCL = lazyRegexp(`(?i)NCCL WARN (?:NET/Plugin|Could not find|Cuda failure 'peer access is not supported|.*NCCL_\w+ set by environment|.*is deprecated|.*falling back|.*Ignoring)`)
 	// progressCounter matches a step, iteration or epoch counter.
-	progressCounter = regexp.MustCompile(`(?i)(?:\b|_)(?:iter(?:ation)?s?|steps?|epoch|batch|global_step)\b\s*[:=\[#(]?\s*\d+|'epoch':|'step':|\[\d+/\d+\]|\bEpoch\s*\[?\d+`)
+	progressCounter = lazyRegexp(`(?i)(?:\b|_)(?:iter(?:ation)?s?|steps?|epoch|batch|global_step)\b\s*[:=\[#(]?\s*\d+|'epoch':|'step':|\[\d+/\d+\]|\bEpoch\s*\[?\d+`)
 )
 
 // maxMatchBytes bounds how much of a line the rules look at; what a line
@@ -127,19 +134,19 @@ func IsError(s string) bool {
 	if !hasAny(lower, errorHints) && !glogError(s) && !strings.HasPrefix(s, "[E") {
 		return false
 	}
-	if warningClass.MatchString(s) {
+	if warningClass().MatchString(s) {
 		return false
 	}
-	if exceptionLine.MatchString(s) || errorLevel.MatchString(s) {
+	if exceptionLine().MatchString(s) || errorLevel().MatchString(s) {
 		return !benignError(lower)
 	}
 	if strings.Contains(s, "NCCL WARN") {
-		return !benignNCCL.MatchString(s)
+		return !benignNCCL().MatchString(s)
 	}
-	if infoLevel.MatchString(s) || warnLevel.MatchString(s) {
+	if infoLevel().MatchString(s) || warnLevel().MatchString(s) {
 		return false
 	}
-	return failureWords.MatchString(s) && !IsProgress(s)
+	return failureWords().MatchString(s) && !IsProgress(s)
 }
 
 // benignError filters marker matches that are not failures, such as a
@@ -168,7 +175,7 @@ func IsProgress(s string) bool {
 		return true
 	}
 	lower := strings.ToLower(s)
-	return hasAny(lower, progressMetrics) && progressCounter.MatchString(s)
+	return hasAny(lower, progressMetrics) && progressCounter().MatchString(s)
 }
 
 // hasRate reports a rate unit right after a number, as in "2.98s/it".
@@ -200,7 +207,7 @@ func isWarning(s string) bool {
 		!(len(s) > 5 && s[0] == 'W' && isDigits(s[1:5])) {
 		return false
 	}
-	return warningClass.MatchString(s) || warnLevel.MatchString(s) || strings.Contains(s, "NCCL WARN")
+	return warningClass().MatchString(s) || warnLevel().MatchString(s) || strings.Contains(s, "NCCL WARN")
 }
 
 // Chunk classifies a chunk of cleaned lines (the paper uses 20): error when

@@ -76,19 +76,50 @@ func NewFile(r io.ReaderAt, size int64, name string) (*File, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !LooksLikeText(head) {
-		return nil, fmt.Errorf("log %s: %w", name, ErrNotText)
-	}
+	var tail []byte
 	if size > sniffBytes {
-		tail, err := f.readAt(size-sniffBytes, sniffBytes)
-		if err != nil {
+		if tail, err = f.readAt(size-sniffBytes, sniffBytes); err != nil {
 			return nil, err
 		}
-		if !LooksLikeText(tail) {
-			return nil, fmt.Errorf("log %s: %w", name, ErrNotText)
-		}
+	}
+	head, tail = withoutHoles(head), withoutHoles(tail)
+	if len(head) == 0 && len(tail) == 0 {
+		return nil, fmt.Errorf("log %s: %w: only NUL bytes where text was expected (a sparse or preallocated file)", name, ErrNotText)
+	}
+	if !LooksLikeText(head) || !LooksLikeText(tail) {
+		return nil, fmt.Errorf("log %s: %w", name, ErrNotText)
 	}
 	return f, nil
+}
+
+// holeRun is the shortest run of NUL bytes taken for a hole: the zeros a
+// log gains when it is truncated under a writer that keeps its offset, or
+// extended sparse. Binary data has NULs too, but never only NULs.
+const holeRun = 64
+
+// withoutHoles returns b without its runs of holeRun or more NUL bytes.
+func withoutHoles(b []byte) []byte {
+	if bytes.IndexByte(b, 0) < 0 {
+		return b
+	}
+	out := make([]byte, 0, len(b))
+	for len(b) > 0 {
+		i := bytes.IndexByte(b, 0)
+		if i < 0 {
+			return append(out, b...)
+		}
+		out = append(out, b[:i]...)
+		b = b[i:]
+		n := 0
+		for n < len(b) && b[n] == 0 {
+			n++
+		}
+		if n < holeRun {
+			out = append(out, b[:n]...)
+		}
+		b = b[n:]
+	}
+	return out
 }
 
 // LooksLikeText reports whether b is plausibly text: no NUL bytes and at most
@@ -229,10 +260,21 @@ func boundRaw(raw []byte) []byte {
 // LineNumber returns the 1-based number of the line that starts at off, by
 // counting the newlines before it in bounded chunks.
 func (f *File) LineNumber(off int64) (int, error) {
-	off = min(off, f.size)
-	n := 1
-	for pos := int64(0); pos < off; {
-		chunk := int(min(int64(countChunk), off-pos))
+	n, err := f.CountNewlines(0, off)
+	return n + 1, err
+}
+
+// CountNewlines counts the newlines in the bytes [from, to), reading bounded
+// chunks and skipping the holes of a sparse file where the reader can.
+func (f *File) CountNewlines(from, to int64) (int, error) {
+	from, to = max(from, 0), min(to, f.size)
+	n := 0
+	for pos := from; pos < to; {
+		if next, ok := nextData(f.r, pos); ok && next > pos {
+			pos = min(next, to)
+			continue
+		}
+		chunk := int(min(int64(countChunk), to-pos))
 		buf, err := f.readAt(pos, chunk)
 		if err != nil {
 			return 0, err

@@ -27,7 +27,8 @@ func TestNewFileRejects(t *testing.T) {
 		{"empty", "", ErrEmpty},
 		{"nul bytes", "abc\x00def\n", ErrNotText},
 		{"control noise", strings.Repeat("\x01\x02\x03a", 100), ErrNotText},
-		{"binary tail", strings.Repeat("text line\n", 2000) + strings.Repeat("\x00", 100), ErrNotText},
+		{"binary tail", strings.Repeat("text line\n", 2000) + strings.Repeat("\x7fELF\x02\x01\x01\x00\x00\x03\x00>\x00", 100), ErrNotText},
+		{"only holes", strings.Repeat("\x00", 20000), ErrNotText},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -36,6 +37,35 @@ func TestNewFileRejects(t *testing.T) {
 				t.Fatalf("err = %v, want %v", err, tt.want)
 			}
 		})
+	}
+}
+
+func TestNewFileAcceptsTextAfterHole(t *testing.T) {
+	data := strings.Repeat("\x00", 30000) + "Traceback (most recent call last):\nValueError: late\n"
+	f := newTestFile(t, data)
+	n, err := f.LineNumber(int64(len(data)))
+	if err != nil || n != 3 {
+		t.Fatalf("line number %d, %v", n, err)
+	}
+}
+
+func TestCountNewlinesSkipsHoles(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "sparse.log")
+	fh, err := os.Create(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fh.WriteAt([]byte("a\nb\n"), 1<<30); err != nil {
+		t.Fatal(err)
+	}
+	fh.Close()
+	f, err := OpenFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if n, err := f.CountNewlines(0, f.Size()); err != nil || n != 2 {
+		t.Fatalf("newlines %d, %v", n, err)
 	}
 }
 

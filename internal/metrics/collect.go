@@ -339,10 +339,10 @@ type settings struct {
 }
 
 var (
-	reTotalSetting  = regexp.MustCompile(`(?i)(?:total optimization steps|max_steps|max steps|total steps|total_steps|train_iters|max_iters?|total generation batches|num_training_steps|total_iters|total iterations)['"]?\s*[:=]?\s*['"]?\s*(\d[\d,]*)`)
-	reTokensPerStep = regexp.MustCompile(`(?i)(?:tokens\s*(?:/|per)\s*(?:optimizer\s*)?step|tokens_per_step|tokens per batch)['"]?\s*[:=]?\s*(\d[\d,]*)`)
-	reSamplesStep   = regexp.MustCompile(`(?i)(?:total train batch size[^=:]*|global[_ ]batch[_ ]size|train_batch_size)['"]?[\s.:=]*(\d[\d,]*)`)
-	reSeqLen        = regexp.MustCompile(`(?i)(?:seq_length|seq_len|max_seq_length|sequence[_ ]length|encoder_seq_length|block_size)['"]?\s*[:=]?\s*(\d[\d,]*)`)
+	reTotalSetting  = lazyRegexp(`(?i)(?:total optimization steps|max_steps|max steps|total steps|total_steps|train_iters|max_iters?|total generation batches|num_training_steps|total_iters|total iterations)['"]?\s*[:=]?\s*['"]?\s*(\d[\d,]*)`)
+	reTokensPerStep = lazyRegexp(`(?i)(?:tokens\s*(?:/|per)\s*(?:optimizer\s*)?step|tokens_per_step|tokens per batch)['"]?\s*[:=]?\s*(\d[\d,]*)`)
+	reSamplesStep   = lazyRegexp(`(?i)(?:total train batch size[^=:]*|global[_ ]batch[_ ]size|train_batch_size)['"]?[\s.:=]*(\d[\d,]*)`)
+	reSeqLen        = lazyRegexp(`(?i)(?:seq_length|seq_len|max_seq_length|sequence[_ ]length|encoder_seq_length|block_size)['"]?\s*[:=]?\s*(\d[\d,]*)`)
 )
 
 // readSettings finds total steps and per-step batch sizes; the last
@@ -358,16 +358,16 @@ func readSettings(lines []string) *settings {
 		if !strings.Contains(lower, "step") && !strings.Contains(lower, "batch") && !strings.Contains(lower, "iter") && !strings.Contains(lower, "seq") && !strings.Contains(lower, "block") {
 			continue
 		}
-		if v := settingValue(reTotalSetting, l); v > 0 {
+		if v := settingValue(reTotalSetting(), l); v > 0 {
 			set.totalSteps = int64(v)
 		}
-		if v := settingValue(reTokensPerStep, l); v > 0 {
+		if v := settingValue(reTokensPerStep(), l); v > 0 {
 			set.tokensPerStep = v
 		}
-		if v := settingValue(reSamplesStep, l); v > 0 {
+		if v := settingValue(reSamplesStep(), l); v > 0 {
 			set.samplesPerStep = v
 		}
-		if v := settingValue(reSeqLen, l); v > 0 {
+		if v := settingValue(reSeqLen(), l); v > 0 {
 			seqLen = v
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -59,6 +60,12 @@ type lineInfo struct {
 	isError  bool
 }
 
+// lazyRegexp returns a function that compiles pattern on its first call,
+// so that a process pays only for the patterns it uses.
+func lazyRegexp(pattern string) func() *regexp.Regexp {
+	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(pattern) })
+}
+
 const num = `(\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)`
 
 // keyStart is what may precede a key so that "data_time" or
@@ -67,40 +74,40 @@ const keyStart = `(?:^|[\s,;|\[\](){}'"])`
 
 var (
 	reExplicit = []struct {
-		re      *regexp.Regexp
+		re      func() *regexp.Regexp
 		unit    string   // default unit when the pattern has no unit group
 		needles []string // lower-case text one of which must be present
 	}{
-		{regexp.MustCompile(`(?i)elapsed time per iteration \(ms\):\s*` + num + `()`), "ms", []string{"per iteration"}},
-		{regexp.MustCompile(`(?i)train_step_timing(?: in s)?\s*[:=]\s*` + num + `()`), "s", []string{"train_step_timing"}},
-		{regexp.MustCompile(`(?i)timing_s/step\s*[:=]\s*` + num + `()`), "s", []string{"timing_s/step"}},
-		{regexp.MustCompile(`(?i)E2E latency\s*[:=]\s*` + num + `\s*(ms|s)?`), "s", []string{"e2e latency"}},
-		{regexp.MustCompile(`(?i)` + keyStart + `(?:iter_time|step_time|steptime|time_per_step|time/step|time_per_iter|time_per_iteration|batch_time|iter_dt|iteration_time|it_time|updt_s|sec/step|sec_per_step|step_duration|perf/time_per_step)['"]?\s*[:=]?\s*['"]?` + num + `\s*(ms|s|sec)?\b`), "s", []string{"time", "_dt", "updt", "sec", "duration"}},
-		{regexp.MustCompile(`(?i)` + keyStart + `step_time_ms['"]?\s*[:=]\s*['"]?` + num + `()`), "ms", []string{"step_time_ms"}},
-		{regexp.MustCompile(num + `\s*(us|µs|ms|s)\s*/\s*(?:step|it|iter|iteration|batch)\b`), "s", []string{"/step", "/it", "/batch", "/ it", "/ step"}},
+		{lazyRegexp(`(?i)elapsed time per iteration \(ms\):\s*` + num + `()`), "ms", []string{"per iteration"}},
+		{lazyRegexp(`(?i)train_step_timing(?: in s)?\s*[:=]\s*` + num + `()`), "s", []string{"train_step_timing"}},
+		{lazyRegexp(`(?i)timing_s/step\s*[:=]\s*` + num + `()`), "s", []string{"timing_s/step"}},
+		{lazyRegexp(`(?i)E2E latency\s*[:=]\s*` + num + `\s*(ms|s)?`), "s", []string{"e2e latency"}},
+		{lazyRegexp(`(?i)` + keyStart + `(?:iter_time|step_time|steptime|time_per_step|time/step|time_per_iter|time_per_iteration|batch_time|iter_dt|iteration_time|it_time|updt_s|sec/step|sec_per_step|step_duration|perf/time_per_step)['"]?\s*[:=]?\s*['"]?` + num + `\s*(ms|s|sec)?\b`), "s", []string{"time", "_dt", "updt", "sec", "duration"}},
+		{lazyRegexp(`(?i)` + keyStart + `step_time_ms['"]?\s*[:=]\s*['"]?` + num + `()`), "ms", []string{"step_time_ms"}},
+		{lazyRegexp(num + `\s*(us|µs|ms|s)\s*/\s*(?:step|it|iter|iteration|batch)\b`), "s", []string{"/step", "/it", "/batch", "/ it", "/ step"}},
 	}
 	// reBareTime is a plain "time"/"dt" key, trusted only on lines with a
 	// step counter.
-	reBareTime  = regexp.MustCompile(`(?i)` + keyStart + `(?:time|dt|seconds|step time|iteration time)\s*[:=]?\s*` + num + `\s*(ms|s|sec)?(?:\b|$)`)
-	reTqdm      = regexp.MustCompile(`\[\s*(\d+(?::\d+){1,2})\s*<\s*(\d+(?::\d+){1,2}|\?)\s*(?:,\s*(` + num + `|\?)\s*([A-Za-z]+/s|s/[A-Za-z]+))?`)
-	reRate      = regexp.MustCompile(`(?i)` + num + `\s*(it/s|its/s|steps/s|step/s|iter/s|batches/s|s/it|s/iter)\b`)
-	reRateKey   = regexp.MustCompile(`(?i)` + keyStart + `(ups|steps_per_second|train_steps_per_second|it/s|iters_per_sec)['"]?\s*[:=]?\s*['"]?` + num)
-	reEpochIter = regexp.MustCompile(`(?i)epoch\s*[:=]?\s*(\d+)\s*/\s*(\d+)\s*,\s*iter\s*[:=]?\s*(\d+)\s*/\s*(\d+)`)
-	reStepKey   = regexp.MustCompile(`(?i)` + keyStart + `(global_step|num_updates|iteration|iter|step|steps|update|batch)(?:\s*\((\w+)\))?['"]?\s*[:=]?\s*['"]?\s*(\d+)(\.\d+)?([kKM])?(?:\s*(?:/|of)\s*(\d+(?:\.\d+)?)([kKM])?)?`)
-	reBracket   = regexp.MustCompile(`\[\s*(\d+)\s*/\s*(\d+)\s*(?:\(\s*\d+%\s*\)\s*)?\]`)
-	reBar       = regexp.MustCompile(`(?:^|[\s|])(\d+)/(\d+)\s*(?:\[|[━=\-.>─]{3}|\|)`)
-	reLoss      = regexp.MustCompile(`(?i)` + keyStart + `([a-z_/ ]{0,20}?loss)['"]?\s*[:=]?\s*['"]?\s*(-?` + num[1:])
-	reTput      = regexp.MustCompile(`(?i)` + keyStart + `(tps|wps|tok/s|tokens/s|tokens_per_sec\w*|tokens_per_second|tokens/sec|samples/s|samples/sec|samples_per_sec\w*|samples_per_second|train_samples_per_second|CurrSamplesPerSec|throughput|img/s|images/s)['"]?\s*[:=]?\s*['"]?\s*(\d[\d,]*(?:\.\d+)?)\s*([kKM])?`)
-	reTputVal   = regexp.MustCompile(`(?i)(\d[\d,]*(?:\.\d+)?)\s*([kKM])?\s*(tokens/s|tok/s|tokens/sec|samples/s|samples/sec|img/s|images/s|imgs/s|examples/s|sequences/s|seq/s)\b`)
-	reRich      = regexp.MustCompile(`(\d+:\d{2}:\d{2})\s*/\s*(\d+:\d{2}:\d{2}|-:--:--)`)
-	reETA       = regexp.MustCompile(`(?i)` + keyStart + `(?:eta|remaining)\s*[:=]?\s*((?:\d+\s*days?,\s*)?\d+(?::\d{2}){1,2}|\d+(?:\.\d+)?\s*(?:ms|s|m|h)\b(?:\s*\d+\s*s\b)?)`)
-	reElapsed   = regexp.MustCompile(`(?i)` + keyStart + `elapsed\s*[:=]?\s*(\d+(?::\d{2}){1,2})`)
-	reTimestamp = regexp.MustCompile(`(?:^|[\[\s])(?:(\d{4})[-/](\d{2})[-/](\d{2})|(\d{2})/(\d{2}))[ T](\d{2}):(\d{2}):(\d{2})(?:[.,](\d{1,9}))?`)
-	reTimeOnly  = regexp.MustCompile(`^[\[\s]{0,4}()()()()()(\d{2}):(\d{2}):(\d{2})(?:[.,](\d{1,9}))?`)
-	reGlog      = regexp.MustCompile(`^[IWEF](\d{2})(\d{2}) (\d{2}):(\d{2}):(\d{2})\.(\d+)`)
-	reEvalWord  = regexp.MustCompile(`(?i)(?:^|[^a-z])(?:val|valid|validation|validating|validate|eval|evaluating|evaluation|evaluate|test|testing|predict|predicting|prediction|inference|sanity)(?:[^a-z]|$)|mAP|Class\s+Images`)
-	reUtilWord  = regexp.MustCompile(`(?i)loading|download|upload|\bmap\b|tokeniz|preprocess|shards|scanning|caching|generating|extract|filter|building|compil|converting|sharding|resolving|fetching|saving`)
-	reError     = regexp.MustCompile(`(?i)traceback \(most recent call last\)|\b(?:error|exception)\b|out of memory|segmentation fault|core dumped|\bkilled\b|watchdog caught|nccl.{0,40}timeout|\bfatal\b|unhandled`)
+	reBareTime  = lazyRegexp(`(?i)` + keyStart + `(?:time|dt|seconds|step time|iteration time)\s*[:=]?\s*` + num + `\s*(ms|s|sec)?(?:\b|$)`)
+	reTqdm      = lazyRegexp(`\[\s*(\d+(?::\d+){1,2})\s*<\s*(\d+(?::\d+){1,2}|\?)\s*(?:,\s*(` + num + `|\?)\s*([A-Za-z]+/s|s/[A-Za-z]+))?`)
+	reRate      = lazyRegexp(`(?i)` + num + `\s*(it/s|its/s|steps/s|step/s|iter/s|batches/s|s/it|s/iter)\b`)
+	reRateKey   = lazyRegexp(`(?i)` + keyStart + `(ups|steps_per_second|train_steps_per_second|it/s|iters_per_sec)['"]?\s*[:=]?\s*['"]?` + num)
+	reEpochIter = lazyRegexp(`(?i)epoch\s*[:=]?\s*(\d+)\s*/\s*(\d+)\s*,\s*iter\s*[:=]?\s*(\d+)\s*/\s*(\d+)`)
+	reStepKey   = lazyRegexp(`(?i)` + keyStart + `(global_step|num_updates|iteration|iter|step|steps|update|batch)(?:\s*\((\w+)\))?['"]?\s*[:=]?\s*['"]?\s*(\d+)(\.\d+)?([kKM])?(?:\s*(?:/|of)\s*(\d+(?:\.\d+)?)([kKM])?)?`)
+	reBracket   = lazyRegexp(`\[\s*(\d+)\s*/\s*(\d+)\s*(?:\(\s*\d+%\s*\)\s*)?\]`)
+	reBar       = lazyRegexp(`(?:^|[\s|])(\d+)/(\d+)\s*(?:\[|[━=\-.>─]{3}|\|)`)
+	reLoss      = lazyRegexp(`(?i)` + keyStart + `([a-z_/ ]{0,20}?loss)['"]?\s*[:=]?\s*['"]?\s*(-?` + num[1:])
+	reTput      = lazyRegexp(`(?i)` + keyStart + `(tps|wps|tok/s|tokens/s|tokens_per_sec\w*|tokens_per_second|tokens/sec|samples/s|samples/sec|samples_per_sec\w*|samples_per_second|train_samples_per_second|CurrSamplesPerSec|throughput|img/s|images/s)['"]?\s*[:=]?\s*['"]?\s*(\d[\d,]*(?:\.\d+)?)\s*([kKM])?`)
+	reTputVal   = lazyRegexp(`(?i)(\d[\d,]*(?:\.\d+)?)\s*([kKM])?\s*(tokens/s|tok/s|tokens/sec|samples/s|samples/sec|img/s|images/s|imgs/s|examples/s|sequences/s|seq/s)\b`)
+	reRich      = lazyRegexp(`(\d+:\d{2}:\d{2})\s*/\s*(\d+:\d{2}:\d{2}|-:--:--)`)
+	reETA       = lazyRegexp(`(?i)` + keyStart + `(?:eta|remaining)\s*[:=]?\s*((?:\d+\s*days?,\s*)?\d+(?::\d{2}){1,2}|\d+(?:\.\d+)?\s*(?:ms|s|m|h)\b(?:\s*\d+\s*s\b)?)`)
+	reElapsed   = lazyRegexp(`(?i)` + keyStart + `elapsed\s*[:=]?\s*(\d+(?::\d{2}){1,2})`)
+	reTimestamp = lazyRegexp(`(?:^|[\[\s])(?:(\d{4})[-/](\d{2})[-/](\d{2})|(\d{2})/(\d{2}))[ T](\d{2}):(\d{2}):(\d{2})(?:[.,](\d{1,9}))?`)
+	reTimeOnly  = lazyRegexp(`^[\[\s]{0,4}()()()()()(\d{2}):(\d{2}):(\d{2})(?:[.,](\d{1,9}))?`)
+	reGlog      = lazyRegexp(`^[IWEF](\d{2})(\d{2}) (\d{2}):(\d{2}):(\d{2})\.(\d+)`)
+	reEvalWord  = lazyRegexp(`(?i)(?:^|[^a-z])(?:val|valid|validation|validating|validate|eval|evaluating|evaluation|evaluate|test|testing|predict|predicting|prediction|inference|sanity)(?:[^a-z]|$)|mAP|Class\s+Images`)
+	reUtilWord  = lazyRegexp(`(?i)loading|download|upload|\bmap\b|tokeniz|preprocess|shards|scanning|caching|generating|extract|filter|building|compil|converting|sharding|resolving|fetching|saving`)
+	reError     = lazyRegexp(`(?i)traceback \(most recent call last\)|\b(?:error|exception)\b|out of memory|segmentation fault|core dumped|\bkilled\b|watchdog caught|nccl.{0,40}timeout|\bfatal\b|unhandled`)
 )
 
 // parseLine extracts what a cleaned line says about progress.
@@ -122,7 +129,7 @@ func parseLine(text string) lineInfo {
 		s.desc = text
 	}
 
-	if m := findIf(strings.Contains(text, "<"), reTqdm, text); m != nil {
+	if m := findIf(strings.Contains(text, "<"), reTqdm(), text); m != nil {
 		s.bar = true
 		if v, ok := parseClock(m[1]); ok {
 			s.clock, s.hasClock = v, true
@@ -133,7 +140,7 @@ func parseLine(text string) lineInfo {
 		if m[3] != "" && m[3] != "?" {
 			applyRate(s, m[3], m[5])
 		}
-	} else if counterAt >= 0 && reBar.MatchString(text) {
+	} else if counterAt >= 0 && reBar().MatchString(text) {
 		s.bar = true
 	}
 	if s.timeKind == kindNone {
@@ -141,7 +148,7 @@ func parseLine(text string) lineInfo {
 			if !containsAny(lower, e.needles...) {
 				continue
 			}
-			m := e.re.FindStringSubmatchIndex(text)
+			m := e.re().FindStringSubmatchIndex(text)
 			if m == nil || (m[3] < len(text) && text[m[3]] == ':') {
 				continue
 			}
@@ -152,7 +159,7 @@ func parseLine(text string) lineInfo {
 		}
 	}
 	if s.timeKind == kindNone && s.hasStep && containsAny(lower, "time", "dt", "seconds") {
-		for _, loc := range reBareTime.FindAllStringSubmatchIndex(text, -1) {
+		for _, loc := range reBareTime().FindAllStringSubmatchIndex(text, -1) {
 			if loc[3] < len(text) && text[loc[3]] == ':' {
 				continue
 			}
@@ -163,13 +170,13 @@ func parseLine(text string) lineInfo {
 		}
 	}
 	if s.timeKind == kindNone {
-		if m := findIf(containsAny(lower, "/s", "s/i"), reRate, text); m != nil {
+		if m := findIf(containsAny(lower, "/s", "s/i"), reRate(), text); m != nil {
 			applyRate(s, m[1], m[2])
-		} else if m := findIf(containsAny(lower, "ups", "per_sec", "it/s"), reRateKey, text); m != nil {
+		} else if m := findIf(containsAny(lower, "ups", "per_sec", "it/s"), reRateKey(), text); m != nil {
 			applyRate(s, m[2], "it/s")
 		}
 	}
-	if m := findIf(!s.hasClock && strings.Contains(text, " / "), reRich, text); m != nil {
+	if m := findIf(!s.hasClock && strings.Contains(text, " / "), reRich(), text); m != nil {
 		if v, ok := parseClock(m[1]); ok {
 			s.clock, s.hasClock = v, true
 		}
@@ -178,20 +185,20 @@ func parseLine(text string) lineInfo {
 		}
 	}
 	if !s.hasETA {
-		if m := findIf(containsAny(lower, "eta", "remaining"), reETA, text); m != nil {
+		if m := findIf(containsAny(lower, "eta", "remaining"), reETA(), text); m != nil {
 			if v, ok := parseDuration(m[1]); ok {
 				s.eta, s.hasETA = v, true
 			}
 		}
 	}
 	if !s.hasClock {
-		if m := findIf(strings.Contains(lower, "elapsed"), reElapsed, text); m != nil {
+		if m := findIf(strings.Contains(lower, "elapsed"), reElapsed(), text); m != nil {
 			if v, ok := parseClock(m[1]); ok {
 				s.clock, s.hasClock = v, true
 			}
 		}
 	}
-	for _, m := range findAllIf(strings.Contains(lower, "loss"), reLoss, text) {
+	for _, m := range findAllIf(strings.Contains(lower, "loss"), reLoss(), text) {
 		if evalLike(strings.TrimSpace(m[1])) {
 			continue
 		}
@@ -243,19 +250,19 @@ func containsAny(s string, subs ...string) bool {
 // inference) rather than training.
 func evalLike(text string) bool {
 	l := strings.ToLower(text)
-	return containsAny(l, "val", "eval", "test", "predict", "inference", "sanity", "map", "class") && reEvalWord.MatchString(text)
+	return containsAny(l, "val", "eval", "test", "predict", "inference", "sanity", "map", "class") && reEvalWord().MatchString(text)
 }
 
 // utilityLike reports whether a bar description names work that is not
 // training: loading, tokenising, downloading, saving...
 func utilityLike(desc string) bool {
 	l := strings.ToLower(desc)
-	return containsAny(l, "load", "download", "upload", "map", "tokeniz", "preprocess", "shard", "scan", "cach", "generat", "extract", "filter", "build", "compil", "convert", "resolv", "fetch", "sav") && reUtilWord.MatchString(desc)
+	return containsAny(l, "load", "download", "upload", "map", "tokeniz", "preprocess", "shard", "scan", "cach", "generat", "extract", "filter", "build", "compil", "convert", "resolv", "fetch", "sav") && reUtilWord().MatchString(desc)
 }
 
 // looksLikeError reports whether a line that is not progress reads as an error.
 func looksLikeError(text, lower string) bool {
-	return containsAny(lower, "error", "exception", "traceback", "memory", "fault", "dumped", "killed", "watchdog", "timeout", "fatal", "unhandled") && reError.MatchString(text)
+	return containsAny(lower, "error", "exception", "traceback", "memory", "fault", "dumped", "killed", "watchdog", "timeout", "fatal", "unhandled") && reError().MatchString(text)
 }
 
 func hasDigit(s string) bool {
@@ -270,7 +277,7 @@ func hasDigit(s string) bool {
 // parseStep finds the step counter and returns where it starts, or -1.
 func parseStep(text, lower string, s *sample) int {
 	if strings.Contains(lower, "epoch") && strings.Contains(lower, "iter") {
-		if m := reEpochIter.FindStringSubmatchIndex(text); m != nil {
+		if m := reEpochIter().FindStringSubmatchIndex(text); m != nil {
 			ep, _ := strconv.ParseInt(text[m[2]:m[3]], 10, 64)
 			eps, _ := strconv.ParseInt(text[m[4]:m[5]], 10, 64)
 			it, _ := strconv.ParseInt(text[m[6]:m[7]], 10, 64)
@@ -283,7 +290,7 @@ func parseStep(text, lower string, s *sample) int {
 	}
 	var keyed [][]int
 	if containsAny(lower, "step", "iter", "update", "batch") {
-		keyed = reStepKey.FindAllStringSubmatchIndex(text, -1)
+		keyed = reStepKey().FindAllStringSubmatchIndex(text, -1)
 	}
 	for _, m := range keyed {
 		mult, ok := abbreviation(text, m[10], m[11])
@@ -313,7 +320,7 @@ func parseStep(text, lower string, s *sample) int {
 	if !hasFraction(text) {
 		return -1
 	}
-	for _, re := range []*regexp.Regexp{reBracket, reBar} {
+	for _, re := range []*regexp.Regexp{reBracket(), reBar()} {
 		if m := re.FindStringSubmatchIndex(text); m != nil {
 			v, err1 := strconv.ParseInt(text[m[2]:m[3]], 10, 64)
 			t, err2 := strconv.ParseInt(text[m[4]:m[5]], 10, 64)
@@ -402,9 +409,9 @@ func parseThroughput(text string, s *sample) {
 		return
 	}
 	var val, mult, unit string
-	if m := reTput.FindStringSubmatch(text); m != nil {
+	if m := reTput().FindStringSubmatch(text); m != nil {
 		val, mult, unit = m[2], m[3], m[1]
-	} else if m := reTputVal.FindStringSubmatch(text); m != nil {
+	} else if m := reTputVal().FindStringSubmatch(text); m != nil {
 		val, mult, unit = m[1], m[2], m[3]
 	} else {
 		return
@@ -520,10 +527,10 @@ func parseTimestamp(text string, s *sample) {
 	}
 	var y, mo, d, h, mi, sec int
 	frac := ""
-	if m := reGlog.FindStringSubmatch(text); m != nil {
+	if m := reGlog().FindStringSubmatch(text); m != nil {
 		mo, d = atoi(m[1]), atoi(m[2])
 		h, mi, sec, frac = atoi(m[3]), atoi(m[4]), atoi(m[5]), m[6]
-	} else if m := firstMatch(text, reTimestamp, reTimeOnly); m != nil {
+	} else if m := firstMatch(text, reTimestamp(), reTimeOnly()); m != nil {
 		switch {
 		case m[1] != "":
 			y, mo, d = atoi(m[1]), atoi(m[2]), atoi(m[3])

@@ -55,7 +55,8 @@ const MaxBadFraction = 0.5
 // pass means a transient fault (nothing is convicted), a fail means the
 // fault only shows across the halves, and every node is a suspect. When both
 // halves fail, both are searched. A check error (hang, crash, misconfigured
-// launch) convicts no one. If more than MaxBadFraction of the nodes end up
+// launch) convicts no one, and a half Slurm cannot give at once (nodes busy)
+// is left out, neither cleared nor suspected. If more than MaxBadFraction of the nodes end up
 // bad, the result is marked Systemic and Bad is moved to Suspects.
 func Bisect(ctx context.Context, nodes []string, test TestFunc) Bisection {
 	b := &bisector{test: test, good: map[string]bool{}, bad: map[string]bool{}, suspect: map[string]bool{}}
@@ -118,6 +119,8 @@ func (b *bisector) split(ctx context.Context, round int, set []string) [][]strin
 			}
 		case StatusFail:
 			failing = append(failing, h)
+		case StatusNotTested:
+			// Other jobs hold the half: it stays unjudged.
 		default:
 			for _, n := range h {
 				b.suspect[n] = true

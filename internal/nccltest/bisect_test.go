@@ -113,3 +113,28 @@ func TestBisectTransientFailure(t *testing.T) {
 		t.Error("want a note explaining the transient result")
 	}
 }
+
+// TestBisectBusyHalf leaves a half that Slurm could not give at once out of
+// the verdict: neither cleared nor suspected, while the other half is still
+// searched.
+func TestBisectBusyHalf(t *testing.T) {
+	nodes := nodeNames(8)
+	busy := map[string]bool{nodes[4]: true}
+	c := cluster{bad: map[string]bool{nodes[1]: true}}
+	b := Bisect(context.Background(), nodes, func(ctx context.Context, set []string) Verdict {
+		for _, n := range set {
+			if busy[n] {
+				return Verdict{Status: StatusNotTested, Kind: "nodes-busy"}
+			}
+		}
+		return c.test(ctx, set)
+	})
+	if !reflect.DeepEqual(b.Bad, []string{nodes[1]}) || len(b.Suspects) != 0 || len(b.CheckErrors) != 0 {
+		t.Fatalf("bisection %+v", b)
+	}
+	for _, n := range b.Good {
+		if n == nodes[4] || n == nodes[7] {
+			t.Fatalf("untested node %s cleared: %+v", n, b)
+		}
+	}
+}

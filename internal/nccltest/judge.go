@@ -21,6 +21,10 @@ const (
 	// StatusCheckError means the run says nothing reliable about the nodes:
 	// it was cut short, hung, could not start or was misconfigured.
 	StatusCheckError Status = "check_error"
+	// StatusNotTested means the test never started because Slurm could not
+	// give it the nodes at once (they run other jobs): nothing is known
+	// about them, and nothing broke.
+	StatusNotTested Status = "not_tested"
 )
 
 // Statistic selects how the large-message bus bandwidth is summarised.

@@ -20,6 +20,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/schedmate/schedmate/internal/logtext"
 )
@@ -206,20 +207,26 @@ func (r *Result) FailedHosts() []string {
 	return sortedKeys(set)
 }
 
+// lazyRegexp returns a function that compiles pattern on its first call,
+// so that a process pays only for the patterns it uses.
+func lazyRegexp(pattern string) func() *regexp.Regexp {
+	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(pattern) })
+}
+
 var (
-	reRank       = regexp.MustCompile(`^#\s*Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?Pid\s+(\d+)\s+on\s+(\S+)\s+device\s+(\d+)\s+\[([^\]]*)\]\s*(.*)$`)
-	reStarting   = regexp.MustCompile(`^#\s*Collective test (?:starting|concluded):\s*(\w+?)_perf`)
-	rePerfName   = regexp.MustCompile(`\b(all_reduce|all_gather|alltoall|reduce_scatter|sendrecv|broadcast|reduce|gather|scatter|hypercube)_perf(?:_mpi)?\b`)
-	reVersion    = regexp.MustCompile(`^#\s*nccl-tests version\s+(\S+)`)
-	reOOB        = regexp.MustCompile(`^#\s*Out of bounds values\s*:\s*(\d+)\s*(OK|FAILED)?`)
-	reAvg        = regexp.MustCompile(`^#\s*Avg bus bandwidth\s*:\s*(\S+)`)
-	reNCCLLine   = regexp.MustCompile(`^(?:\[[^\]]*\]\s*)?(\S+?):(\d+):(\d+) \[\d+\] (?:(\S+) )?NCCL (INFO|WARN|ERROR|ABORT) ?(.*)$`)
-	reUnwind     = regexp.MustCompile(`^(?:\S+\.(?:cc|cu|h|c|cpp):\d+) -> (\d+)`)
-	reNRanks     = regexp.MustCompile(`\bnranks (\d+)\b`)
-	reTestFail   = regexp.MustCompile(`(?:^|\s)(?:(\S+): )?Test (NCCL|CUDA) failure\b`)
-	reTestFail2  = regexp.MustCompile(`\.\.\s+(\S+) pid (\d+): Test failure\b`)
-	reSrunError  = regexp.MustCompile(`^srun: error: (\S+): tasks? [\d,-]+: (?:Exited with exit code [1-9]|Killed|Segmentation|Aborted|Bus error|Terminated)`)
-	reAbort      = regexp.MustCompile(`MPI_ABORT was invoked|mpirun noticed that process rank|prterun noticed that process rank|mpirun has exited due to process rank|Primary job\s+terminated normally, but \d+ process(?:es)? returned|ORTE has lost communication|\*\*\* Process received signal \*\*\*|^terminate called after throwing|srun: error: .*(?:Exited with exit code [1-9]|Segmentation|Aborted|Bus error)`)
+	reRank       = lazyRegexp(`^#\s*Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?Pid\s+(\d+)\s+on\s+(\S+)\s+device\s+(\d+)\s+\[([^\]]*)\]\s*(.*)$`)
+	reStarting   = lazyRegexp(`^#\s*Collective test (?:starting|concluded):\s*(\w+?)_perf`)
+	rePerfName   = lazyRegexp(`\b(all_reduce|all_gather|alltoall|reduce_scatter|sendrecv|broadcast|reduce|gather|scatter|hypercube)_perf(?:_mpi)?\b`)
+	reVersion    = lazyRegexp(`^#\s*nccl-tests version\s+(\S+)`)
+	reOOB        = lazyRegexp(`^#\s*Out of bounds values\s*:\s*(\d+)\s*(OK|FAILED)?`)
+	reAvg        = lazyRegexp(`^#\s*Avg bus bandwidth\s*:\s*(\S+)`)
+	reNCCLLine   = lazyRegexp(`^(?:\[[^\]]*\]\s*)?(\S+?):(\d+):(\d+) \[\d+\] (?:(\S+) )?NCCL (INFO|WARN|ERROR|ABORT) ?(.*)$`)
+	reUnwind     = lazyRegexp(`^(?:\S+\.(?:cc|cu|h|c|cpp):\d+) -> (\d+)`)
+	reNRanks     = lazyRegexp(`\bnranks (\d+)\b`)
+	reTestFail   = lazyRegexp(`(?:^|\s)(?:(\S+): )?Test (NCCL|CUDA) failure\b`)
+	reTestFail2  = lazyRegexp(`\.\.\s+(\S+) pid (\d+): Test failure\b`)
+	reSrunError  = lazyRegexp(`^srun: error: (\S+): tasks? [\d,-]+: (?:Exited with exit code [1-9]|Killed|Segmentation|Aborted|Bus error|Terminated)`)
+	reAbort      = lazyRegexp(`MPI_ABORT was invoked|mpirun noticed that process rank|prterun noticed that process rank|mpirun has exited due to process rank|Primary job\s+terminated normally, but \d+ process(?:es)? returned|ORTE has lost communication|\*\*\* Process received signal \*\*\*|^terminate called after throwing|srun: error: .*(?:Exited with exit code [1-9]|Segmentation|Aborted|Bus error)`)
 	knownDTypes  = map[string]int{"int8": 1, "uint8": 1, "char": 1, "int32": 4, "uint32": 4, "int": 4, "int64": 8, "uint64": 8, "half": 2, "float16": 2, "float": 4, "float32": 4, "double": 8, "float64": 8, "bfloat16": 2, "bf16": 2, "f8e4m3": 1, "f8e5m2": 1, "fp8_e4m3": 1, "fp8_e5m2": 1}
 	knownRedOps  = map[string]bool{"sum": true, "prod": true, "max": true, "min": true, "avg": true, "none": true, "mulsum": true, "premulsum": true}
 	integerTypes = map[string]bool{"int8": true, "uint8": true, "char": true, "int32": true, "uint32": true, "int": true, "int64": true, "uint64": true}
@@ -314,7 +321,7 @@ func looksBinary(b []byte) bool {
 // reTimestamp matches a leading log timestamp ("2024-05-01T10:00:00.123Z ",
 // "[2024-05-01 10:00:00] ") as kubectl --timestamps, journald exports and
 // log collectors add.
-var reTimestamp = regexp.MustCompile(`^\[?\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?\]?\s+`)
+var reTimestamp = lazyRegexp(`^\[?\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?\]?\s+`)
 
 // stripWrappers removes launcher prefixes, timestamps, markdown quoting and
 // fences.
@@ -322,7 +329,7 @@ func stripWrappers(line string) string {
 	for i := 0; i < 4; i++ {
 		t := strings.TrimLeft(line, " \t")
 		if len(t) > 20 && t[0] >= '0' && t[0] <= '9' || strings.HasPrefix(t, "[2") || strings.HasPrefix(t, "[1") {
-			if loc := reTimestamp.FindStringIndex(t); loc != nil {
+			if loc := reTimestamp().FindStringIndex(t); loc != nil {
 				line = t[loc[1]:]
 				continue
 			}
@@ -356,7 +363,7 @@ func (p *parser) line(raw string) {
 		return
 	}
 	if p.perfName == "" && strings.Contains(t, "_perf") {
-		if m := rePerfName.FindStringSubmatch(t); m != nil {
+		if m := rePerfName().FindStringSubmatch(t); m != nil {
 			p.perfName = m[1]
 		}
 	}
@@ -365,7 +372,7 @@ func (p *parser) line(raw string) {
 		return
 	}
 	if strings.Contains(t, " NCCL ") {
-		if m := reNCCLLine.FindStringSubmatch(t); m != nil {
+		if m := reNCCLLine().FindStringSubmatch(t); m != nil {
 			p.ncclLine(t, m)
 			return
 		}
@@ -382,7 +389,7 @@ func (p *parser) line(raw string) {
 }
 
 func (p *parser) comment(t string) {
-	if m := reRank.FindStringSubmatch(t); m != nil {
+	if m := reRank().FindStringSubmatch(t); m != nil {
 		p.recognised = true
 		rank, _ := strconv.Atoi(m[1])
 		pid, _ := strconv.Atoi(m[2])
@@ -398,19 +405,19 @@ func (p *parser) comment(t string) {
 		}
 		return
 	}
-	if m := reStarting.FindStringSubmatch(t); m != nil {
+	if m := reStarting().FindStringSubmatch(t); m != nil {
 		p.recognised = true
 		if p.marker == "" {
 			p.marker = m[1]
 		}
 		return
 	}
-	if m := reVersion.FindStringSubmatch(t); m != nil {
+	if m := reVersion().FindStringSubmatch(t); m != nil {
 		p.recognised = true
 		p.res.Version = m[1]
 		return
 	}
-	if m := reOOB.FindStringSubmatch(t); m != nil {
+	if m := reOOB().FindStringSubmatch(t); m != nil {
 		p.recognised = true
 		n, _ := strconv.Atoi(m[1])
 		p.res.OutOfBounds = &n
@@ -419,7 +426,7 @@ func (p *parser) comment(t string) {
 		}
 		return
 	}
-	if m := reAvg.FindStringSubmatch(t); m != nil {
+	if m := reAvg().FindStringSubmatch(t); m != nil {
 		if v, err := strconv.ParseFloat(m[1], 64); err == nil && !math.IsNaN(v) && !math.IsInf(v, 0) {
 			p.recognised = true
 			p.res.AvgBusBW = &v
@@ -457,7 +464,7 @@ func (p *parser) ncclLine(t string, m []string) {
 	host, key := m[1], m[1]+":"+m[2]+":"+m[3]
 	p.hosts[host] = true
 	level, msg := m[5], m[6]
-	if n := reNRanks.FindStringSubmatch(msg); n != nil {
+	if n := reNRanks().FindStringSubmatch(msg); n != nil {
 		if v, err := strconv.Atoi(n[1]); err == nil && v > p.maxNRanks && v < 1<<20 {
 			p.maxNRanks = v
 		}
@@ -466,7 +473,7 @@ func (p *parser) ncclLine(t string, m []string) {
 	case "WARN", "ERROR", "ABORT":
 		p.warnPending[key] = p.addEvent(&p.res.Warnings, Event{Line: p.lineNo, Kind: "nccl-warn", Host: host, Text: t})
 	case "INFO":
-		u := reUnwind.FindStringSubmatch(msg)
+		u := reUnwind().FindStringSubmatch(msg)
 		if u == nil || u[1] == "0" {
 			return
 		}
@@ -488,7 +495,7 @@ func (p *parser) failureLine(t string) bool {
 	if !mayBeFailure(t) {
 		return false
 	}
-	if m := reTestFail.FindStringSubmatch(t); m != nil {
+	if m := reTestFail().FindStringSubmatch(t); m != nil {
 		p.recognised = true
 		kind := "nccl-failure"
 		if m[2] == "CUDA" {
@@ -497,14 +504,14 @@ func (p *parser) failureLine(t string) bool {
 		p.addFailure(Event{Line: p.lineNo, Kind: kind, Host: m[1], Text: t})
 		return true
 	}
-	if m := reTestFail2.FindStringSubmatch(t); m != nil {
+	if m := reTestFail2().FindStringSubmatch(t); m != nil {
 		p.recognised = true
 		p.addFailure(Event{Line: p.lineNo, Kind: "test-failure", Host: m[1], Text: t})
 		return true
 	}
-	if reAbort.MatchString(t) {
+	if reAbort().MatchString(t) {
 		e := Event{Line: p.lineNo, Kind: "launcher-abort", Text: t}
-		if m := reSrunError.FindStringSubmatch(t); m != nil {
+		if m := reSrunError().FindStringSubmatch(t); m != nil {
 			e.Host = m[1]
 		}
 		p.addFailure(e)

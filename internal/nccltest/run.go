@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -21,13 +20,24 @@ var DefaultLocalCommand = []string{"all_reduce_perf", "-b", "8M", "-e", "8G", "-
 
 // DefaultNodesCommand runs all_reduce_perf across a node set through Slurm,
 // one task per node driving all of that node's GPUs (an MPI build of
-// nccl-tests is needed for more than one node).
-var DefaultNodesCommand = []string{"srun", "-w", "{nodes}", "-N", "{nnodes}", "--ntasks-per-node=1", "--gpus-per-node={gpus}", "all_reduce_perf", "-b", "8M", "-e", "8G", "-f", "2", "-g", "{gpus}"}
+// nccl-tests is needed for more than one node). --immediate makes srun give
+// up when other jobs hold the nodes, which Test reports as StatusNotTested
+// rather than waiting until the timeout calls it a hang.
+var DefaultNodesCommand = []string{"srun", "--immediate=30", "-w", "{nodes}", "-N", "{nnodes}", "--ntasks-per-node=1", "--gpus-per-node={gpus}", "all_reduce_perf", "-b", "8M", "-e", "8G", "-f", "2", "-g", "{gpus}"}
 
 // reExecFailed matches a launcher that could not start the binary on a
 // node ("slurmstepd: error: execve(): all_reduce_perf: No such file or
 // directory", "orted: ... not found").
-var reExecFailed = regexp.MustCompile(`(?m)^.*(?:execve\(\): .*: (?:No such file or directory|Permission denied)|mpirun was unable to find the specified executable|was unable to launch the specified application).*$`)
+var reExecFailed = lazyRegexp(`(?m)^.*(?:execve\(\): .*: (?:No such file or directory|Permission denied)|mpirun was unable to find the specified executable|was unable to launch the specified application).*$`)
+
+// reNodesBusy matches srun giving up on an allocation or step the nodes
+// cannot take now ("srun: error: Unable to allocate resources: Requested
+// nodes are busy", "... Immediate execution impossible, insufficient
+// priority", "Unable to create step for job 7: Requested nodes are busy").
+var reNodesBusy = lazyRegexp(`(?m)^srun: error: Unable to (?:allocate resources|create (?:job )?step for job \d+): (?:Requested nodes are busy|Immediate execution impossible.*|Resource temporarily unavailable|Job violates accounting/QOS policy.*)\s*$`)
+
+// reQueued matches srun waiting for nodes held by other jobs.
+var reQueued = lazyRegexp(`(?m)^srun: (?:job \d+ queued and waiting for resources|Job \d+ step creation temporarily disabled, retrying.*)\s*$`)
 
 // DefaultTimeout bounds one nccl-tests run; hangs show only as silence.
 const DefaultTimeout = 10 * time.Minute
@@ -92,6 +102,10 @@ func (t *Tester) Test(ctx context.Context, nodes []string) Report {
 	switch {
 	case errors.Is(runErr, runner.ErrNotFound):
 		rep.Verdict = checkError("not-found", fmt.Sprintf("nccl-tests command not found: %s", argv[0]))
+	case runErr != nil && res == nil && reNodesBusy().Match(combined):
+		rep.Verdict = notTested("not tested (nodes busy)" + tail(reNodesBusy().Find(combined)))
+	case errors.Is(runErr, context.DeadlineExceeded) && res == nil && reQueued().Match(combined):
+		rep.Verdict = notTested(fmt.Sprintf("not tested (nodes busy): still waiting for them after %s", timeout))
 	case errors.Is(runErr, context.DeadlineExceeded):
 		if res != nil && res.Outcome == OutcomeFailed {
 			rep.Verdict = Judge(res, crit)
@@ -100,8 +114,8 @@ func (t *Tester) Test(ctx context.Context, nodes []string) Report {
 		rep.Verdict = checkError("timeout", fmt.Sprintf("no result within %s (hang)", timeout))
 	case errors.Is(runErr, context.Canceled):
 		rep.Verdict = checkError("canceled", "run canceled")
-	case reExecFailed.Match(combined):
-		rep.Verdict = checkError("not-found", "nccl-tests could not start on a node"+tail(reExecFailed.Find(combined)))
+	case reExecFailed().Match(combined):
+		rep.Verdict = checkError("not-found", "nccl-tests could not start on a node"+tail(reExecFailed().Find(combined)))
 	case res != nil && res.LauncherOnly():
 		rep.Verdict = checkError("crashed", "launcher failed before nccl-tests ran: "+res.Failures[0].Text)
 	case runErr != nil:
@@ -173,6 +187,10 @@ func (t *Tester) criteria(res *Result, nodes int) Criteria {
 		}
 	}
 	return c
+}
+
+func notTested(reason string) Verdict {
+	return Verdict{Status: StatusNotTested, Kind: "nodes-busy", Reasons: []string{reason}}
 }
 
 func checkError(kind, reason string) Verdict {

@@ -88,10 +88,46 @@ func TestTesterVerdicts(t *testing.T) {
 			gpus:  1,
 			nodes: []string{"gpu-a01", "gpu-a02", "gpu-a03", "gpu-a04"},
 			script: func(s *runnertest.Stub) {
-				s.ExpectPrefix("srun", "-w", "gpu-a01,gpu-a02,gpu-a03,gpu-a04", "-N", "4").
+				s.ExpectPrefix("srun", "--immediate=30", "-w", "gpu-a01,gpu-a02,gpu-a03,gpu-a04", "-N", "4").
 					Stdout(holdout(t, "allreduce_srun_l_4node_ib_failure.txt")).Fail(3, "")
 			},
 			status: StatusFail, kind: "nccl-error",
+		},
+		{
+			name:  "nodes held by other jobs are not tested",
+			gpus:  1,
+			nodes: []string{"gpu-a01", "gpu-a02"},
+			script: func(s *runnertest.Stub) {
+				s.ExpectPrefix("srun", "--immediate=30").Fail(1, "srun: job 259 queued and waiting for resources\nsrun: error: Unable to allocate resources: Requested nodes are busy\n")
+			},
+			status: StatusNotTested, kind: "nodes-busy",
+		},
+		{
+			name:  "a pending job ahead is not tested",
+			gpus:  1,
+			nodes: []string{"gpu-a01", "gpu-a02"},
+			script: func(s *runnertest.Stub) {
+				s.ExpectPrefix("srun").Fail(1, "srun: error: Unable to allocate resources: Immediate execution impossible, insufficient priority\n")
+			},
+			status: StatusNotTested, kind: "nodes-busy",
+		},
+		{
+			name:  "waiting for nodes past the timeout is not tested",
+			gpus:  1,
+			nodes: []string{"gpu-a01", "gpu-a02"},
+			script: func(s *runnertest.Stub) {
+				s.ExpectPrefix("srun").Fail(-1, "srun: job 260 queued and waiting for resources\n").Err(context.DeadlineExceeded)
+			},
+			status: StatusNotTested, kind: "nodes-busy",
+		},
+		{
+			name:  "a bad node list is still a check error",
+			gpus:  1,
+			nodes: []string{"gpu-a01", "gpu-a02"},
+			script: func(s *runnertest.Stub) {
+				s.ExpectPrefix("srun").Fail(1, "srun: error: Unable to allocate resources: Invalid node name specified\n")
+			},
+			status: StatusCheckError, kind: "crashed",
 		},
 		{
 			name: "single-rank runs of a multi-GPU launch are misconfigured",

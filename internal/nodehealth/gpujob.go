@@ -26,7 +26,7 @@ import (
 //     must be shared with the controller (the same shared file system Slurm
 //     state or home directories live on) or collected onto it.
 //  3. On the controller, `schedmate hook epilog` or `schedmate health
-//     ingest` applies the spool with IngestJobGPU: the figures of every node
+//     ingest` applies the spool with IngestSpool: the figures of every node
 //     are merged into the job's history entry (store.Job.GPU), and Xid
 //     events that call for a drain are recorded as trusted node evidence.
 //
@@ -53,7 +53,7 @@ func WriteJobGPU(sp *spool.Spool, rec JobGPURecord) error {
 	return nil
 }
 
-// SpoolStore is the part of the store IngestJobGPU writes to.
+// SpoolStore is the part of the store IngestSpool writes to.
 type SpoolStore interface {
 	Recorder
 	UpdateJob(id string, fn func(*store.Job) error) error
@@ -66,13 +66,15 @@ type SpoolStore interface {
 // same record twice changes nothing.
 const metaPrefix = "gpu.node."
 
-// IngestJobGPU applies every record the nodes left in the health spool.
-// For a job GPU record it merges the node's figures into the job and
+// IngestSpool applies every record the nodes left in the health spool,
+// whichever job or check wrote it: a node's Epilog may finish after the
+// controller's epilog for its job, so each ingest also takes the records
+// that arrived late for earlier jobs. For a job GPU record it merges the node's figures into the job and
 // records Xid events that call for a drain as trusted evidence against the
 // node; evidence and audit entries of node checks (SpoolRecorder) go into
 // the store as they are. Records of other kinds or that cannot be decoded
 // are set aside.
-func IngestJobGPU(sp *spool.Spool, st SpoolStore) (spool.DrainResult, error) {
+func IngestSpool(sp *spool.Spool, st SpoolStore) (spool.DrainResult, error) {
 	return sp.Drain(func(r spool.Record) error {
 		if ok, err := applyNodeRecord(st, r); ok {
 			return err

@@ -10,7 +10,7 @@ import (
 	"github.com/schedmate/schedmate/internal/spool"
 )
 
-func TestIngestJobGPU(t *testing.T) {
+func TestIngestSpool(t *testing.T) {
 	st := openStore(t)
 	sp := spool.New(filepath.Join(t.TempDir(), "gpu.spool"))
 	end := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -26,7 +26,7 @@ func TestIngestJobGPU(t *testing.T) {
 	if err := sp.Write("unrelated", map[string]int{"x": 1}); err != nil {
 		t.Fatal(err)
 	}
-	res, err := IngestJobGPU(sp, st)
+	res, err := IngestSpool(sp, st)
 	if err != nil || res.Applied != 2 || res.SetAside != 1 {
 		t.Fatalf("ingest %+v %v", res, err)
 	}

@@ -61,7 +61,8 @@ type NCCLRun struct {
 // nodes is empty). A multi-node failure is bisected so that only the nodes
 // proven faulty fail; nodes that cannot be cleared or convicted, and every
 // node of a run whose check broke, get StatusCheckError and are not drained
-// by default.
+// by default; nodes Slurm could not give the test at once (busy with other
+// jobs) get StatusNotTested.
 func CheckNCCL(ctx context.Context, t *nccltest.Tester, local string, nodes []string) NCCLRun {
 	var run NCCLRun
 	run.First = t.Test(ctx, nodes)
@@ -100,6 +101,8 @@ func CheckNCCL(ctx context.Context, t *nccltest.Tester, local string, nodes []st
 			}
 		case contains(b.Good, n):
 			o.Status = StatusPass
+		case last[n].Status == nccltest.StatusNotTested:
+			o.Status = StatusNotTested
 		default:
 			o.Status = StatusCheckError
 			o.Detail = "not tested during bisection"
@@ -117,6 +120,8 @@ func ncclOutcome(node string, v nccltest.Verdict) Outcome {
 		o.Status = StatusPass
 	case nccltest.StatusFail:
 		o.Status = StatusFail
+	case nccltest.StatusNotTested:
+		o.Status = StatusNotTested
 	default:
 		o.Status = StatusCheckError
 	}

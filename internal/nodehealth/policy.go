@@ -32,6 +32,9 @@ const (
 	// StatusUnavailable means there is nothing to check (no GPU, no
 	// driver): not a fault.
 	StatusUnavailable Status = "unavailable"
+	// StatusNotTested means the check could not start because other jobs
+	// hold the node (nodes busy): nothing is known, nothing broke.
+	StatusNotTested Status = "not_tested"
 )
 
 // Sources of outcomes; they are also the components named in drain reasons,

@@ -18,7 +18,7 @@ import (
 // HealthCheckProgram usually cannot open the controller's database: it is
 // on another host, or held by the controller. The check then records into
 // the health spool instead (the directory that also carries per-job GPU
-// figures), and the controller applies the records with IngestJobGPU:
+// figures), and the controller applies the records with IngestSpool:
 // evidence as is, audit entries in the order they were written, each
 // completed by its result. An audit entry still reaches the spool before
 // the node is drained or resumed.

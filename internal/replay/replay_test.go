@@ -122,19 +122,26 @@ func replayShared(tb testing.TB, path, format string) *Result {
 	return res
 }
 
-func TestReplayGoogleBeatsBaselines(t *testing.T) {
+func TestReplaySharedTracesBeatBaselines(t *testing.T) {
 	if testing.Short() {
-		t.Skip("172k-job replay skipped in -short mode")
+		t.Skip("shared-trace replays skipped in -short mode")
 	}
 	dir := shareddata.Dir(t, "traces")
-	res := replayShared(t, filepath.Join(dir, "google2011", "jobs.csv"), "google")
-	sm := res.Methods["schedmate"]
-	for _, name := range res.Order {
-		s := res.Methods[name]
-		t.Logf("%-20s within2x %.4f within100 %.4f medrel %.3f mae %.0f", name, s.Within2x, s.Within100, s.MedianRelErr, s.MAESeconds)
-		if name != "schedmate" && (s.Within2x >= sm.Within2x || s.Within100 >= sm.Within100) {
-			t.Errorf("%s (%.4f, %.4f) not beaten by schedmate (%.4f, %.4f)", name, s.Within2x, s.Within100, sm.Within2x, sm.Within100)
-		}
+	for _, tc := range []struct{ path, format string }{
+		{filepath.Join("google2011", "jobs.csv"), "google"},
+		{filepath.Join("eagle-sample", "jobs.csv"), "eagle"},
+	} {
+		t.Run(tc.format, func(t *testing.T) {
+			res := replayShared(t, filepath.Join(dir, tc.path), tc.format)
+			sm := res.Methods["schedmate"]
+			for _, name := range res.Order {
+				s := res.Methods[name]
+				t.Logf("%-20s within2x %.4f within100 %.4f medrel %.3f mae %.0f", name, s.Within2x, s.Within100, s.MedianRelErr, s.MAESeconds)
+				if name != "schedmate" && (s.Within2x >= sm.Within2x || s.Within100 >= sm.Within100) {
+					t.Errorf("%s (%.4f, %.4f) not beaten by schedmate (%.4f, %.4f)", name, s.Within2x, s.Within100, sm.Within2x, sm.Within100)
+				}
+			}
+		})
 	}
 }
 
@@ -144,5 +151,37 @@ func BenchmarkReplayGoogle(b *testing.B) {
 	dir := shareddata.Dir(b, "traces")
 	for b.Loop() {
 		replayShared(b, filepath.Join(dir, "google2011", "jobs.csv"), "google")
+	}
+}
+
+// startRecorder predicts how many jobs have started and not ended.
+type startRecorder struct{ running map[string]bool }
+
+func (r *startRecorder) Name() string                       { return "starts" }
+func (r *startRecorder) Predict(*trace.Job) (float64, bool) { return float64(len(r.running)), true }
+func (r *startRecorder) Observe(j *trace.Job)               { delete(r.running, j.ID) }
+func (r *startRecorder) Started(j *trace.Job)               { r.running[j.ID] = true }
+
+func TestRunReportsStartedJobs(t *testing.T) {
+	jobs := []trace.Job{
+		{ID: "a", Submit: 0, Start: 5, End: 100},
+		{ID: "b", Submit: 1, Start: 50, End: 60},
+		{ID: "c", Submit: 10, Start: 10, End: 20}, // a running, b queued
+		{ID: "d", Submit: 55, Start: 55, End: 56}, // a, b running; c ended
+		{ID: "e", Submit: 70, Start: 70, End: 80}, // a running
+	}
+	rec := &startRecorder{running: map[string]bool{}}
+	var got []float64
+	_, err := Run(context.Background(), jobs, []Predictor{rec}, Options{
+		OnPrediction: func(_ *trace.Job, p []float64) { got = append(got, p[0]) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []float64{0, 0, 1, 2, 1}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("running counts = %v, want %v", got, want)
+		}
 	}
 }

@@ -3,6 +3,7 @@ package store
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -598,5 +599,26 @@ func TestJobDuration(t *testing.T) {
 		if got := j.Duration(); got != tt.want {
 			t.Errorf("Duration(%v, %v) = %v, want %v", tt.start, tt.end, got, tt.want)
 		}
+	}
+}
+
+func TestJobJSONUsesSeconds(t *testing.T) {
+	start := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	j := Job{JobID: "1", TimeLimit: 90 * time.Minute, Start: start, End: start.Add(42 * time.Second)}
+	data, err := json.Marshal(j)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"time_limit_s":5400`, `"duration_s":42`} {
+		if !strings.Contains(string(data), want) {
+			t.Errorf("%s lacks %s", data, want)
+		}
+	}
+	var back Job
+	if err := json.Unmarshal(data, &back); err != nil {
+		t.Fatal(err)
+	}
+	if back.TimeLimit != j.TimeLimit || !back.End.Equal(j.End) || back.JobID != "1" {
+		t.Errorf("round trip = %+v", back)
 	}
 }

@@ -26,7 +26,7 @@ type Job struct {
 	Submit    time.Time     `json:"submit,omitzero"`
 	Start     time.Time     `json:"start,omitzero"`
 	End       time.Time     `json:"end,omitzero"`
-	TimeLimit time.Duration `json:"time_limit_ns,omitempty"`
+	TimeLimit time.Duration `json:"-"` // "time_limit_s" in JSON (jobjson.go)
 
 	State    string `json:"state,omitempty"`
 	ExitCode int    `json:"exit_code"`

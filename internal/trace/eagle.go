@@ -15,57 +15,43 @@ const eagleTime = "2006-01-02 15:04:05"
 // processors_req, gpus_req, submit_time, start_time, end_time, state, name,
 // work_dir, submit_line).
 func readEagle(r io.Reader) ([]Job, error) {
-	t, err := newTable(r, ',')
-	if err != nil {
-		return nil, err
+	return readCSVJobs(r, "eagle", []string{"job_id", "user", "submit_time", "start_time", "end_time"}, eagleJob)
+}
+
+// eagleJob turns one row of the table into a Job.
+func eagleJob(t *table) (Job, error) {
+	j := Job{
+		ID:         t.get("job_id"),
+		User:       t.get("user"),
+		Account:    t.get("account"),
+		Partition:  t.get("partition"),
+		QOS:        t.get("qos"),
+		Name:       t.get("name"),
+		WorkDir:    t.get("work_dir"),
+		SubmitLine: t.get("submit_line"),
+		State:      normaliseState(t.get("state")),
+		NNodes:     atoiOrZero(t.get("nodes_req")),
+		NCPUs:      atoiOrZero(t.get("processors_req")),
+		GPUs:       atoiOrZero(t.get("gpus_req")),
 	}
-	if err := t.require("eagle", "job_id", "user", "submit_time", "start_time", "end_time"); err != nil {
-		return nil, err
+	if v, err := strconv.ParseFloat(t.get("wallclock_req"), 64); err == nil && v > 0 {
+		j.TimeLimit = v
 	}
-	var jobs []Job
-	for {
-		ok, err := t.next()
+	for _, f := range []struct {
+		name string
+		dst  *float64
+	}{{"submit_time", &j.Submit}, {"start_time", &j.Start}, {"end_time", &j.End}} {
+		v := t.get(f.name)
+		if v == "" {
+			continue
+		}
+		ts, err := time.Parse(eagleTime, v)
 		if err != nil {
-			return nil, err
+			return Job{}, t.errAt(f.name, err)
 		}
-		if !ok {
-			return jobs, nil
-		}
-		j := Job{
-			ID:         t.get("job_id"),
-			User:       t.get("user"),
-			Account:    t.get("account"),
-			Partition:  t.get("partition"),
-			QOS:        t.get("qos"),
-			Name:       t.get("name"),
-			WorkDir:    t.get("work_dir"),
-			SubmitLine: t.get("submit_line"),
-			State:      normaliseState(t.get("state")),
-			NNodes:     atoiOrZero(t.get("nodes_req")),
-			NCPUs:      atoiOrZero(t.get("processors_req")),
-			GPUs:       atoiOrZero(t.get("gpus_req")),
-		}
-		if v, err := strconv.ParseFloat(t.get("wallclock_req"), 64); err == nil && v > 0 {
-			j.TimeLimit = v
-		}
-		for _, f := range []struct {
-			name string
-			dst  *float64
-		}{{"submit_time", &j.Submit}, {"start_time", &j.Start}, {"end_time", &j.End}} {
-			v := t.get(f.name)
-			if v == "" {
-				continue
-			}
-			ts, err := time.Parse(eagleTime, v)
-			if err != nil {
-				return nil, t.errAt(f.name, err)
-			}
-			*f.dst = float64(ts.Unix())
-		}
-		if jobs, err = keep(jobs, j); err != nil {
-			return nil, err
-		}
+		*f.dst = float64(ts.Unix())
 	}
+	return j, nil
 }
 
 // atoiOrZero parses an integer count, reading "2.0" as 2 and junk as 0.

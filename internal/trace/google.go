@@ -9,45 +9,31 @@ import (
 // job_events table (columns job_id, submit_time_s, start_time_s, end_time_s,
 // state, user, job_name, logical_job_name, scheduling_class).
 func readGoogle(r io.Reader) ([]Job, error) {
-	t, err := newTable(r, ',')
-	if err != nil {
-		return nil, err
+	return readCSVJobs(r, "google", []string{"job_id", "submit_time_s", "start_time_s", "end_time_s", "user", "job_name"}, googleJob)
+}
+
+// googleJob turns one row of the table into a Job.
+func googleJob(t *table) (Job, error) {
+	j := Job{
+		ID:          t.get("job_id"),
+		User:        t.get("user"),
+		Name:        t.get("job_name"),
+		LogicalName: t.get("logical_job_name"),
+		Class:       t.get("scheduling_class"),
+		State:       t.get("state"),
 	}
-	if err := t.require("google", "job_id", "submit_time_s", "start_time_s", "end_time_s", "user", "job_name"); err != nil {
-		return nil, err
-	}
-	var jobs []Job
-	for {
-		ok, err := t.next()
+	for _, f := range []struct {
+		name string
+		dst  *float64
+	}{{"submit_time_s", &j.Submit}, {"start_time_s", &j.Start}, {"end_time_s", &j.End}} {
+		v, err := strconv.ParseFloat(t.get(f.name), 64)
 		if err != nil {
-			return nil, err
+			return Job{}, t.errAt(f.name, err)
 		}
-		if !ok {
-			return jobs, nil
-		}
-		j := Job{
-			ID:          t.get("job_id"),
-			User:        t.get("user"),
-			Name:        t.get("job_name"),
-			LogicalName: t.get("logical_job_name"),
-			Class:       t.get("scheduling_class"),
-			State:       t.get("state"),
-		}
-		for _, f := range []struct {
-			name string
-			dst  *float64
-		}{{"submit_time_s", &j.Submit}, {"start_time_s", &j.Start}, {"end_time_s", &j.End}} {
-			v, err := strconv.ParseFloat(t.get(f.name), 64)
-			if err != nil {
-				return nil, t.errAt(f.name, err)
-			}
-			*f.dst = v
-		}
-		if j.State == "" {
-			j.State = "COMPLETED"
-		}
-		if jobs, err = keep(jobs, j); err != nil {
-			return nil, err
-		}
+		*f.dst = v
 	}
+	if j.State == "" {
+		j.State = "COMPLETED"
+	}
+	return j, nil
 }

@@ -42,7 +42,11 @@ func newShowCmd(f *factory.Factory) *cobra.Command {
 				return err
 			}
 			if f.JSON {
-				out := map[string]any{"config": l.Config, "files": l.Files}
+				values, err := keyedValues(l.Config)
+				if err != nil {
+					return err
+				}
+				out := map[string]any{"config": values, "files": l.Files}
 				if origins {
 					out["origins"] = l.Origins
 				}
@@ -121,4 +125,18 @@ func newPathCmd(f *factory.Factory) *cobra.Command {
 			return nil
 		},
 	}
+}
+
+// keyedValues returns the configuration under its documented snake_case
+// keys (as in the YAML file), with durations written as in the file ("2s").
+func keyedValues(c *config.Config) (map[string]any, error) {
+	data, err := yaml.Marshal(c)
+	if err != nil {
+		return nil, fmt.Errorf("encode configuration: %w", err)
+	}
+	var values map[string]any
+	if err := yaml.Unmarshal(data, &values); err != nil {
+		return nil, fmt.Errorf("encode configuration: %w", err)
+	}
+	return values, nil
 }

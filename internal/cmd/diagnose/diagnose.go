@@ -26,6 +26,8 @@ type Options struct {
 	Color bool
 	// Context is how many lines around the root line are shown.
 	Context int
+	// NoLLM keeps the deterministic answer even when llm.enabled is set.
+	NoLLM bool
 }
 
 // NewCmd returns the diagnose command.
@@ -57,6 +59,7 @@ gets the category "none".`,
 	}
 	cmd.Flags().StringVar(&opts.Log, "log", "", "diagnose this log file instead of a job's")
 	cmd.Flags().IntVar(&opts.Context, "context", 3, "lines of context shown around the root line")
+	cmd.Flags().BoolVar(&opts.NoLLM, "no-llm", false, "never ask the LLM, even when llm.enabled is set")
 	return cmd
 }
 
@@ -75,10 +78,11 @@ func run(ctx context.Context, f *factory.Factory, opts Options) error {
 	if err != nil {
 		return logError(err)
 	}
+	assist := refineVerdict(ctx, f, opts, path, d)
 	if opts.JSON {
-		return writeJSON(f.IO.Out, opts.JobID, path, d)
+		return writeJSON(f.IO.Out, opts.JobID, path, d, assist)
 	}
-	_, err = fmt.Fprint(f.IO.Out, render(f.IO.Renderer(), opts.JobID, path, d))
+	_, err = fmt.Fprint(f.IO.Out, render(f.IO.Renderer(), opts.JobID, path, d)+renderAssist(f.IO.Renderer(), assist))
 	return err
 }
 

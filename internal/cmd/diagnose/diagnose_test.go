@@ -87,7 +87,7 @@ func TestDiagnoseErrors(t *testing.T) {
 		args []string
 		code exitcode.Code
 	}{
-		{"no arguments", nil, exitcode.Usage},
+		{"no arguments", []string{}, exitcode.Usage},
 		{"both job and log", []string{"12", "--log", "x"}, exitcode.Usage},
 		{"missing file", []string{"--log", filepath.Join(dir, "nope.log")}, exitcode.NotFound},
 		{"empty file", []string{"--log", writeLog(t, "empty.log", "")}, exitcode.DataErr},
@@ -98,6 +98,49 @@ func TestDiagnoseErrors(t *testing.T) {
 			_, err := runCmd(t, false, tt.args...)
 			if got := exitcode.Of(err); got != tt.code {
 				t.Fatalf("exit code %d (%v), want %d", got, err, tt.code)
+			}
+		})
+	}
+}
+
+// TestDiagnoseGolden checks the human output, colour off, against
+// testdata/<name>.golden; run with -update to rewrite them.
+func TestDiagnoseGolden(t *testing.T) {
+	tests := []struct{ name, log string }{
+		{"script-oom", oomLog},
+		{"none", "step 1 | loss 2.1 | 400 ms/step\nstep 2 | loss 2.0 | 401 ms/step\ntraining done\n"},
+		{"network-ib", "step 10 | loss 2.31 | 412 ms/step\n" +
+			"kolyoz2:25146:25854 [0] ib_plugin.c:1105 NCCL WARN NET/IB : Got completion from peer 10.0.35.1<49189> with error 4, opcode 5327, len 5327, vendor err 81 (Send)\n" +
+			"kolyoz2:25146:25854 [0] NCCL INFO transport/net.cc:1137 -> 6\n" +
+			"kolyoz2:25146:25854 [0] NCCL INFO proxy.cc:698 -> 6\n" +
+			"kolyoz2:25146:25852 [0] NCCL INFO [Service thread] Connection closed by localRank 0\n"},
+		{"script-traceback", "[2020-12-24 16:25:13,902] [INFO] [launch.py:102:main] Setting CUDA_VISIBLE_DEVICES=0,1\n" +
+			"Traceback (most recent call last):\n  File \"fail.py\", line 1, in <module>\n    garbageeeeee\n" +
+			"NameError: name 'garbageeeeee' is not defined\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			log := writeLog(t, tt.name+".log", tt.log)
+			out, err := runCmd(t, false, "--log", log)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = strings.ReplaceAll(out, log, tt.name+".log")
+			golden := filepath.Join("testdata", tt.name+".golden")
+			if *update {
+				if err := os.MkdirAll("testdata", 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(golden, []byte(out), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (run with -update)", err)
+			}
+			if out != string(want) {
+				t.Errorf("output differs from %s:\n%s\nwant:\n%s", golden, out, want)
 			}
 		})
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/charmbracelet/lipgloss"
 
 	"github.com/schedmate/schedmate/internal/failure"
+	"github.com/schedmate/schedmate/internal/llmassist"
 )
 
 // Report is what `diagnose --json` prints: exactly one object.
@@ -24,6 +25,10 @@ type Report struct {
 	Action          string                `json:"action"`
 	LinesClassified int                   `json:"lines_classified"`
 	Context         []failure.ContextLine `json:"context,omitempty"`
+	// AnswerSource, LLMNote and Deterministic are set when the LLM was asked.
+	AnswerSource  string                          `json:"answer_source,omitempty"`
+	LLMNote       string                          `json:"llm_note,omitempty"`
+	Deterministic *llmassist.DeterministicVerdict `json:"deterministic,omitempty"`
 }
 
 func newReport(jobID, path string, d *failure.Diagnosis) Report {
@@ -39,10 +44,10 @@ func newReport(jobID, path string, d *failure.Diagnosis) Report {
 	return r
 }
 
-func writeJSON(w io.Writer, jobID, path string, d *failure.Diagnosis) error {
+func writeJSON(w io.Writer, jobID, path string, d *failure.Diagnosis, assist llmassist.FailureOutcome) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
-	if err := enc.Encode(newReport(jobID, path, d)); err != nil {
+	if err := enc.Encode(withAssist(newReport(jobID, path, d), assist)); err != nil {
 		return fmt.Errorf("write diagnosis: %w", err)
 	}
 	return nil
@@ -64,19 +69,27 @@ func render(re *lipgloss.Renderer, jobID, path string, d *failure.Diagnosis) str
 		subject = "job " + jobID + " (" + path + ")"
 	}
 	fmt.Fprintln(&b, title.Render("Diagnosis of "+subject))
+	field := func(name, value string) {
+		fmt.Fprintf(&b, "%s %s\n", label.Render(fmt.Sprintf("%-11s", name+":")), value)
+	}
 	if !d.Failed() {
-		fmt.Fprintf(&b, "%s %s\n", label.Render("category:"), good.Render("none"))
-		fmt.Fprintf(&b, "%s the log shows no failure (%d lines classified)\n", label.Render("result:  "), d.LinesClassified)
+		field("category", good.Render("none"))
+		field("result", "the log shows no failure")
+		field("classified", fmt.Sprint(d.LinesClassified))
 		return b.String()
 	}
 	cat := string(d.Category)
 	if d.Component != "" {
 		cat += " / " + d.Component
 	}
-	fmt.Fprintf(&b, "%s %s  %s\n", label.Render("category:  "), bad.Render(cat), label.Render(fmt.Sprintf("(confidence %.2f)", d.Confidence)))
-	fmt.Fprintf(&b, "%s line %d\n", label.Render("root cause:"), d.Line)
-	width := len(fmt.Sprint(d.Line + len(d.Context)))
-	for _, c := range d.Context {
+	field("category", bad.Render(cat)+"  "+label.Render(fmt.Sprintf("(confidence %.2f)", d.Confidence)))
+	field("root cause", fmt.Sprintf("line %d", d.Line))
+	context := d.Context
+	if len(context) == 0 {
+		context = []failure.ContextLine{{Number: d.Line, Text: d.Text}}
+	}
+	width := len(fmt.Sprint(context[len(context)-1].Number))
+	for _, c := range context {
 		text := c.Text
 		if len(text) > 200 {
 			text = text[:200] + "…"
@@ -87,11 +100,8 @@ func render(re *lipgloss.Renderer, jobID, path string, d *failure.Diagnosis) str
 		}
 		fmt.Fprintf(&b, "    %*d │ %s\n", width, c.Number, label.Render(text))
 	}
-	if len(d.Context) == 0 {
-		fmt.Fprintf(&b, "  %s %d │ %s\n", root.Render(">"), d.Line, root.Render(d.Text))
-	}
-	fmt.Fprintf(&b, "%s %s\n", label.Render("evidence:  "), strings.Join(d.Evidence, ", "))
-	fmt.Fprintf(&b, "%s %s\n", label.Render("action:    "), d.Action)
-	fmt.Fprintf(&b, "%s %d\n", label.Render("classified:"), d.LinesClassified)
+	field("evidence", strings.Join(d.Evidence, ", "))
+	field("action", d.Action)
+	field("classified", fmt.Sprint(d.LinesClassified))
 	return b.String()
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/schedmate/schedmate/internal/exitcode"
 	"github.com/schedmate/schedmate/internal/factory"
 	"github.com/schedmate/schedmate/internal/fingerprint"
+	"github.com/schedmate/schedmate/internal/store"
 )
 
 // NewCmd returns the estimate command.
@@ -33,13 +34,16 @@ script, config files and git branch), retrieves similar ended jobs from the
 history and prints the expected run time with a low-high range, the
 probability that the job ends early, and where the estimate came from.
 
-Takes the same options as sbatch, which override the script's #SBATCH lines.`,
+Takes the same options as sbatch, which override the script's #SBATCH lines.
+When llm.enabled is set, a metadata agent also reads the job's working
+directory for workload fields the script does not state (cached, so an
+unchanged resubmission costs no tokens); --no-llm skips it.`,
 		Example: `  schedmate estimate train.sbatch
   schedmate estimate -p gpu --time=4:00:00 train.sbatch --lr 3e-4
   schedmate estimate --json train.sbatch`,
 		DisableFlagParsing: true,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			args, asJSON, help := ownFlags(args)
+			args, asJSON, help, noLLM := ownFlags(args)
 			if help {
 				return cmd.Help()
 			}
@@ -47,10 +51,12 @@ Takes the same options as sbatch, which override the script's #SBATCH lines.`,
 			if err != nil {
 				return err
 			}
+			notes := enrichMetadata(cmd.Context(), f, &req, noLLM)
 			adv, err := Run(cmd.Context(), f, req)
 			if err != nil {
 				return err
 			}
+			adv.Notes = append(adv.Notes, notes...)
 			if asJSON || f.JSON {
 				return WriteJSON(f.IO.Out, adv)
 			}
@@ -59,9 +65,9 @@ Takes the same options as sbatch, which override the script's #SBATCH lines.`,
 	}
 }
 
-// ownFlags takes schedmate's own flags (--json, --help) out of an sbatch
-// command line.
-func ownFlags(args []string) (rest []string, asJSON, help bool) {
+// ownFlags takes schedmate's own flags (--json, --help, --no-llm) out of an
+// sbatch command line.
+func ownFlags(args []string) (rest []string, asJSON, help, noLLM bool) {
 	for i, a := range args {
 		switch a {
 		case "--json":
@@ -70,13 +76,16 @@ func ownFlags(args []string) (rest []string, asJSON, help bool) {
 		case "-h", "--help":
 			help = true
 			continue
+		case "--no-llm":
+			noLLM = true
+			continue
 		}
 		if !strings.HasPrefix(a, "-") || a == "--" {
-			return append(rest, args[i:]...), asJSON, help
+			return append(rest, args[i:]...), asJSON, help, noLLM
 		}
 		rest = append(rest, a)
 	}
-	return rest, asJSON, help
+	return rest, asJSON, help, noLLM
 }
 
 // Request builds the advisor's request from an sbatch command line.
@@ -141,10 +150,11 @@ func Run(ctx context.Context, f *factory.Factory, req advisor.SubmitRequest) (*a
 }
 
 // readOnly hides writes from a read-only store: the estimate command never
-// fills the version cache.
+// fills the version cache or the index.
 type readOnly struct{ advisor.KV }
 
 func (readOnly) BatchKV(string, func(func(string, []byte) error) error) error { return nil }
+func (readOnly) AppendKV(string, func(store.KVWriter) error) error            { return nil }
 
 // jsonAdvice is the --json form: the estimate's fields at top level.
 type jsonAdvice struct {

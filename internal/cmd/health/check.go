@@ -39,7 +39,8 @@ lives on the controller, or is busy for more than half a second) the
 evidence and audit entries go into the health spool (health.gpu_spool_dir,
 shared with the controller), which "schedmate health ingest" and the
 controller's epilog apply. A node without GPU or driver is reported as
-"unavailable", which is not a failure.
+"unavailable", which is not a failure and never drains, even when Slurm's
+gres says the node has GPUs.
 
 Exit status: 0 healthy or unavailable, 8 a check failed.`,
 		Example: `  # slurm.conf
@@ -111,7 +112,10 @@ func runCheck(cmd *cobra.Command, f *factory.Factory, opts *checkOptions) error 
 			}
 		}
 	}
-	m := gpu.Open()
+	m, err := openGPUs(f, cfg)
+	if err != nil {
+		return err
+	}
 	defer m.Shutdown()
 	report := gpu.Check(cmd.Context(), m, copts)
 	outcome := nodehealth.FromGPUReport(node, report)

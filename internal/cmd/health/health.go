@@ -16,7 +16,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/schedmate/schedmate/internal/config"
+	"github.com/schedmate/schedmate/internal/exitcode"
 	"github.com/schedmate/schedmate/internal/factory"
+	"github.com/schedmate/schedmate/internal/gpu"
 	"github.com/schedmate/schedmate/internal/nccltest"
 	"github.com/schedmate/schedmate/internal/nodehealth"
 	"github.com/schedmate/schedmate/slurm"
@@ -143,6 +145,20 @@ func getenvFrom(environ []string) func(string) string {
 		}
 		return ""
 	}
+}
+
+// openGPUs returns the node's GPU manager: the real driver (Null when it
+// cannot start), or the simulated machine health.simulate_gpus names.
+func openGPUs(f *factory.Factory, cfg *config.Config) (*gpu.Fallback, error) {
+	if spec := cfg.Health.SimulateGPUs; spec != "" {
+		m, err := gpu.OpenSimulated(spec)
+		if err != nil {
+			return nil, exitcode.New(exitcode.DataErr, fmt.Errorf("health.simulate_gpus: %w", err))
+		}
+		f.Logger().Info("using simulated GPUs (health.simulate_gpus), not the driver", "machine", spec)
+		return m, nil
+	}
+	return gpu.Open(), nil
 }
 
 // writeJSON prints v as one indented JSON value.

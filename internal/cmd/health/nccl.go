@@ -11,7 +11,6 @@ import (
 	"github.com/schedmate/schedmate/internal/config"
 	"github.com/schedmate/schedmate/internal/exitcode"
 	"github.com/schedmate/schedmate/internal/factory"
-	"github.com/schedmate/schedmate/internal/gpu"
 	"github.com/schedmate/schedmate/internal/nccltest"
 	"github.com/schedmate/schedmate/internal/nodehealth"
 	"github.com/schedmate/schedmate/slurm"
@@ -50,7 +49,12 @@ itself ("schedmate health nccl" without --nodes, from cron or the node's
 health check), or pass --include-drained when health.nccl_nodes_command
 reaches nodes without Slurm (mpirun over ssh).
 
-Exit status: 0 all passed, 8 a node failed, 4 the check itself broke.`,
+Other jobs' nodes are not waited for: srun --immediate (in the default
+health.nccl_nodes_command; add it to your own) gives up at once and the
+nodes are reported "not tested (nodes busy)", neither passed nor failed.
+
+Exit status: 0 all passed, 8 a node failed, 4 the check itself broke or
+nodes were busy (not tested).`,
 		Example: `  schedmate health nccl
   schedmate health nccl --nodes 'gpu[001-008]' --dry-run`,
 		Args: cobra.NoArgs,
@@ -132,7 +136,7 @@ func runNCCL(cmd *cobra.Command, f *factory.Factory, opts *ncclOptions) error {
 			}
 		}
 	} else if t.GPUsPerNode == 0 {
-		t.GPUsPerNode = localGPUs()
+		t.GPUsPerNode = localGPUs(f, cfg)
 	}
 	run := nodehealth.CheckNCCL(cmd.Context(), t, local, nodes)
 	decisions, actErr := p.Apply(cmd.Context(), run.Outcomes)
@@ -226,8 +230,11 @@ func slurmNode(cmd *cobra.Command, f *factory.Factory, name string) (*slurm.Node
 }
 
 // localGPUs counts this node's GPUs through NVML; 0 when unavailable.
-func localGPUs() int {
-	m := gpu.Open()
+func localGPUs(f *factory.Factory, cfg *config.Config) int {
+	m, err := openGPUs(f, cfg)
+	if err != nil {
+		return 0
+	}
 	defer m.Shutdown()
 	devs, err := m.Devices()
 	if err != nil {
@@ -237,13 +244,15 @@ func localGPUs() int {
 }
 
 func ncclExit(outcomes []nodehealth.Outcome) error {
-	var failed, broken []string
+	var failed, broken, busy []string
 	for _, o := range outcomes {
 		switch o.Status {
 		case nodehealth.StatusFail:
 			failed = append(failed, o.Node)
 		case nodehealth.StatusCheckError:
 			broken = append(broken, o.Node)
+		case nodehealth.StatusNotTested:
+			busy = append(busy, o.Node)
 		}
 	}
 	switch {
@@ -251,6 +260,8 @@ func ncclExit(outcomes []nodehealth.Outcome) error {
 		return exitcode.New(exitcode.CheckFailed, fmt.Errorf("nccl-tests failed on %s", strings.Join(failed, ",")))
 	case len(broken) > 0:
 		return exitcode.New(exitcode.Unavailable, errors.New("nccl-tests check could not judge "+strings.Join(broken, ",")))
+	case len(busy) > 0:
+		return exitcode.New(exitcode.Unavailable, errors.New("not tested (nodes busy): "+strings.Join(busy, ",")))
 	}
 	return nil
 }

@@ -54,16 +54,17 @@ nothing and exits 0.`,
 	return cmd
 }
 
-// gpuSpool returns the spool that carries per-job GPU figures.
+// gpuSpool returns the spool that carries per-job GPU figures and node
+// check results to the controller.
 func gpuSpool(f *factory.Factory, cfg *config.Config) (*spool.Spool, error) {
-	if cfg.Health.GPUSpoolDir != "" {
-		return spool.New(cfg.Health.GPUSpoolDir), nil
+	path := ""
+	if cfg.Health.GPUSpoolDir == "" {
+		var err error
+		if path, err = f.StorePath(); err != nil {
+			return nil, err
+		}
 	}
-	path, err := f.StorePath()
-	if err != nil {
-		return nil, err
-	}
-	return spool.New(path + ".gpu-spool"), nil
+	return spool.New(nodehealth.GPUSpoolDir(cfg.Health, path)), nil
 }
 
 func runSample(cmd *cobra.Command, f *factory.Factory, opts *sampleOptions) error {
@@ -87,7 +88,10 @@ func runSample(cmd *cobra.Command, f *factory.Factory, opts *sampleOptions) erro
 	if err != nil {
 		return err
 	}
-	m := gpu.Open()
+	m, err := openGPUs(f, cfg)
+	if err != nil {
+		return err
+	}
 	defer m.Shutdown()
 	devs, err := m.Devices()
 	if errors.Is(err, gpu.ErrUnavailable) {
@@ -129,11 +133,14 @@ func runSample(cmd *cobra.Command, f *factory.Factory, opts *sampleOptions) erro
 func newIngestCmd(f *factory.Factory) *cobra.Command {
 	return &cobra.Command{
 		Use:   "ingest",
-		Short: "Merge spooled per-job GPU figures into the history",
-		Long: `Applies the per-job GPU figures that node samplers left in the GPU spool
-(health.gpu_spool_dir): each job's history entry gets its mean SM
-utilisation, peak GPU memory and Xids, and Xids that call for a drain are
-recorded as evidence against the node. EpilogSlurmctld runs the same step.`,
+		Short: "Apply the records nodes left in the health spool to the history",
+		Long: `Applies every record that nodes left in the health spool
+(health.gpu_spool_dir), whichever job or check wrote it: evidence and audit
+entries of node checks go into the history as they are; per-job GPU figures
+give each job's entry its mean SM utilisation, peak GPU memory and Xids, and
+Xids that call for a drain are recorded as evidence against the node.
+Records of unknown kinds or that cannot be decoded are set aside.
+EpilogSlurmctld runs the same step.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := f.Config()
@@ -148,7 +155,7 @@ recorded as evidence against the node. EpilogSlurmctld runs the same step.`,
 			if err != nil {
 				return factory.StoreError(err)
 			}
-			res, err := nodehealth.IngestJobGPU(sp, st)
+			res, err := nodehealth.IngestSpool(sp, st)
 			if f.JSON {
 				if werr := writeJSON(f.IO.Out, res); werr != nil {
 					return werr
@@ -157,7 +164,7 @@ recorded as evidence against the node. EpilogSlurmctld runs the same step.`,
 				fmt.Fprintf(f.IO.Out, "applied %d, set aside %d\n", res.Applied, res.SetAside)
 			}
 			if err != nil {
-				return fmt.Errorf("ingest GPU spool %s: %w", sp.Dir(), err)
+				return fmt.Errorf("ingest health spool %s: %w", sp.Dir(), err)
 			}
 			return nil
 		},

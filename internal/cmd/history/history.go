@@ -21,11 +21,11 @@ import (
 func NewCmd(f *factory.Factory) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "history",
-		Short: "List, show and import recorded jobs",
+		Short: "List, show and import recorded jobs; show the audit log",
 		Long: `schedmate records every job that ends (from EpilogSlurmctld) together with
 what was seen at submit time. That history feeds duration estimates.`,
 	}
-	cmd.AddCommand(newListCmd(f), newShowCmd(f), newImportCmd(f))
+	cmd.AddCommand(newListCmd(f), newShowCmd(f), newAuditCmd(f), newImportCmd(f))
 	return cmd
 }
 

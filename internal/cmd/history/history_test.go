@@ -258,3 +258,33 @@ func TestListDrainsSpool(t *testing.T) {
 		t.Errorf("spool not drained: %v", pending)
 	}
 }
+
+func TestAudit(t *testing.T) {
+	h := newHarness(t)
+	h.seed()
+	st, err := store.Open(h.dbPath, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, e := range []store.AuditEntry{
+		{Time: base, Actor: "hook epilog", Action: "requeue", Target: "job 101", Reason: "schedmate: gpu: Xid 79", Result: "done"},
+		{Time: base.Add(time.Hour), Actor: "health", Action: "drain", Target: "node gpu05", DryRun: true, Details: map[string]string{"busbw": "120"}},
+	} {
+		if _, err := st.Audit(e); err != nil {
+			t.Fatalf("audit %d: %v", i, err)
+		}
+	}
+	st.Close()
+	out, _, err := h.run(false, "", "audit", "--since", "2026-03-01T08:30")
+	if err != nil || !strings.Contains(out, "drain (dry run)") || strings.Contains(out, "requeue") {
+		t.Errorf("audit --since = %q, %v", out, err)
+	}
+	out, _, err = h.run(true, "", "audit", "--limit", "0")
+	var entries []store.AuditEntry
+	if err != nil || json.Unmarshal([]byte(out), &entries) != nil || len(entries) != 2 || entries[0].Action != "requeue" {
+		t.Errorf("audit --json = %q, %v", out, err)
+	}
+	if _, _, err := h.run(false, "", "audit", "--limit", "-2"); exitcode.Of(err) != exitcode.Usage {
+		t.Errorf("negative limit: %v", err)
+	}
+}

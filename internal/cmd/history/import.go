@@ -8,10 +8,12 @@ import (
 	"github.com/charmbracelet/bubbles/progress"
 	"github.com/spf13/cobra"
 
+	"github.com/schedmate/schedmate/internal/advisor"
 	"github.com/schedmate/schedmate/internal/exitcode"
 	"github.com/schedmate/schedmate/internal/factory"
 	jobhistory "github.com/schedmate/schedmate/internal/history"
 	"github.com/schedmate/schedmate/internal/spool"
+	"github.com/schedmate/schedmate/internal/store"
 	"github.com/schedmate/schedmate/slurm"
 )
 
@@ -29,8 +31,9 @@ func newImportSacctCmd(f *factory.Factory) *cobra.Command {
 		Use:   "sacct [FILE|-]",
 		Short: "Import ended jobs from sacct --parsable2 output",
 		Long: `Reads the output of sacct --parsable2 (with its header line) from FILE or
-standard input and adds the jobs that have ended to the history. Job steps
-and unfinished jobs are skipped. Jobs already recorded by the epilog keep
+standard input and adds the jobs that have ended to the history, and to the
+index that duration estimates retrieve from. Job steps and unfinished jobs
+are skipped. Jobs already recorded by the epilog keep
 their facts; accounting only fills the gaps, so importing again is harmless.`,
 		Example: `  sacct --parsable2 --allusers --starttime now-30days \
     --format JobID,JobName,User,Account,Partition,State,ExitCode,Submit,Start,End,Timelimit,NodeList,WorkDir \
@@ -70,7 +73,8 @@ func runImportSacct(f *factory.Factory, name string) error {
 	if path, err := f.StorePath(); err == nil {
 		drainSpool(f, spool.ForStore(path))
 	}
-	res, err := jobhistory.Import(st, jobs, progressBar(f))
+	index := func(batch []*store.Job) error { return advisor.IndexJobs(st, batch...) }
+	res, err := jobhistory.Import(st, jobs, index, progressBar(f))
 	if err != nil {
 		return factory.StoreError(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"context"
 	"fmt"
 	"runtime/debug"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -18,6 +19,7 @@ import (
 	"github.com/schedmate/schedmate/internal/factory"
 	"github.com/schedmate/schedmate/internal/history"
 	"github.com/schedmate/schedmate/internal/spool"
+	"github.com/schedmate/schedmate/internal/submitcache"
 )
 
 // Steps are the optional services a hook runs besides recording history.
@@ -27,6 +29,9 @@ type Steps struct {
 	// Recovery, when set, runs after a job's end is recorded (diagnosis,
 	// requeue, node checks) under the epilog's deadline.
 	Recovery Recovery
+	// Reestimate, when set, estimates a resubmission of a job that just
+	// ended, so that the submit cache answers with the newer estimate.
+	Reestimate Reestimator
 }
 
 // NewCmd returns the hook command group with recording only.
@@ -42,13 +47,15 @@ only, so that schedmate never blocks or loses a job. Records that cannot
 reach the database in time are kept in a spool beside it (<db>.spool/) and
 applied by the next hook or ` + "`schedmate history list`" + `.`,
 	}
-	cmd.AddCommand(newSubmitCmd(f, steps.Estimator), newEpilogCmd(f, steps.Recovery))
+	cmd.AddCommand(newSubmitCmd(f, steps.Estimator), newEpilogCmd(f, steps.Recovery, steps.Reestimate))
 	return cmd
 }
 
 // hookEnv is what both hooks need from the factory.
 type hookEnv struct {
 	storePath string
+	// cachePath is the submit answer cache.
+	cachePath string
 	open      history.OpenFunc
 	deadline  time.Duration
 }
@@ -72,10 +79,34 @@ func prepare(f *factory.Factory, deadline func(*config.Config) time.Duration) (h
 	if err != nil {
 		return hookEnv{}, err
 	}
-	return hookEnv{storePath: path, open: f.Store, deadline: d}, nil
+	cache := cfg.Hooks.SubmitCache
+	if v, ok := lookupEnv(f.Environ, cacheEnv); ok && v != "" {
+		cache = v
+	}
+	if cache == "" {
+		cache = submitcache.ForStore(path)
+	}
+	return hookEnv{storePath: path, cachePath: cache, open: f.Store, deadline: d}, nil
 }
 
-func (h hookEnv) spoolDir() string { return spool.ForStore(h.storePath) }
+// cacheEnv names the submit cache in slurmctld's environment, for
+// job_submit.lua and the hooks alike.
+const cacheEnv = "SCHEDMATE_SUBMIT_CACHE"
+
+// places are where the hooks keep records besides the store.
+func (h hookEnv) places() history.Places {
+	return history.Places{Spool: spool.ForStore(h.storePath), Hits: submitcache.HitsPath(h.cachePath)}
+}
+
+// lookupEnv finds name in KEY=VALUE pairs; the last one wins.
+func lookupEnv(environ []string, name string) (string, bool) {
+	for i := len(environ) - 1; i >= 0; i-- {
+		if k, v, ok := strings.Cut(environ[i], "="); ok && k == name {
+			return v, true
+		}
+	}
+	return "", false
+}
 
 // failOpen makes a hook command exit 0 on bad flags, unknown flags (a newer
 // job_submit.lua) and panics, reporting them on stderr.

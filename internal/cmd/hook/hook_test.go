@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/schedmate/schedmate/internal/factory"
+	"github.com/schedmate/schedmate/internal/history"
 	"github.com/schedmate/schedmate/internal/iostreams"
 	"github.com/schedmate/schedmate/internal/spool"
 	"github.com/schedmate/schedmate/internal/store"
@@ -66,7 +67,7 @@ func (h *harness) job(id string) *store.Job {
 
 var submitArgs = []string{"submit", "--script-file", "/spool/job4242/script", "--user", "alice", "--uid", "1000",
 	"--workdir", "/home/alice/exp", "--name", "train", "--partition", "gpu", "--time-limit", "60",
-	"--gres", "gpu:4", "--nodes", "2", "--argv", "sbatch", "--argv", "train.sbatch"}
+	"--gres", "gpu:4", "--nodes", "2", "--argv", "train.sbatch", "--argv", "--lr=3e-4"}
 
 var epilogVars = []string{
 	"SLURM_SCRIPT_CONTEXT=epilog_slurmctld", "SLURM_JOB_ID=4242", "SLURM_JOB_UID=1000", "SLURM_JOB_USER=alice",
@@ -110,8 +111,8 @@ func TestSubmitThenEpilogRecordsOneJob(t *testing.T) {
 		t.Fatalf("recovery saw %+v", got)
 	}
 	j := h.job("4242")
-	if j.Script != "/spool/job4242/script" || j.TimeLimit != time.Hour || j.NumGPUs != 8 || j.Estimate == nil ||
-		j.ExitCode != 1 || len(j.Nodes) != 2 || j.SubmitLine != "sbatch train.sbatch" {
+	if j.Script != "/home/alice/exp/train.sbatch" || j.TimeLimit != time.Hour || j.NumGPUs != 8 || j.Estimate == nil ||
+		j.ExitCode != 1 || len(j.Nodes) != 2 || j.SubmitLine != "train.sbatch --lr=3e-4" {
 		t.Errorf("stored job = %+v", j)
 	}
 }
@@ -261,8 +262,8 @@ func TestParseTimeLimit(t *testing.T) {
 		{" 5 ", 5 * time.Minute},
 	}
 	for _, tt := range tests {
-		if got := parseTimeLimit(tt.in); got != tt.want {
-			t.Errorf("parseTimeLimit(%q) = %v, want %v", tt.in, got, tt.want)
+		if got := history.ParseTimeLimit(tt.in); got != tt.want {
+			t.Errorf("ParseTimeLimit(%q) = %v, want %v", tt.in, got, tt.want)
 		}
 	}
 }

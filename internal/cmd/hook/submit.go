@@ -6,7 +6,6 @@ import (
 	"io"
 	"maps"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -16,6 +15,7 @@ import (
 	"github.com/schedmate/schedmate/internal/factory"
 	"github.com/schedmate/schedmate/internal/history"
 	"github.com/schedmate/schedmate/internal/store"
+	"github.com/schedmate/schedmate/internal/submitcache"
 )
 
 // SubmitRequest is a job as job_submit.lua describes it, before Slurm
@@ -60,6 +60,9 @@ type Estimator func(ctx context.Context, req *SubmitRequest) (*Estimate, error)
 type submitOptions struct {
 	req       SubmitRequest
 	timeLimit string
+	// cacheKey is job_submit.lua's submit cache key; cacheFile its cache.
+	cacheKey  string
+	cacheFile string
 	estimator Estimator
 	now       func() time.Time
 }
@@ -79,7 +82,7 @@ nothing on stdout then: the job is submitted untouched. Unknown flags are
 ignored so that an older schedmate works with a newer job_submit.lua.`,
 		Example: `  schedmate hook submit --script-file /var/spool/slurm/job.sh --user alice --uid 1000 \
     --workdir /home/alice/exp --name train --partition gpu --time-limit 120 \
-    --gres gpu:4 --nodes 2 --argv sbatch --argv train.sbatch`,
+    --gres gpu:4 --nodes 2 --argv train.sbatch --argv --lr=3e-4`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.req.Argv = append(o.req.Argv, args...)
 			return runSubmit(cmd.Context(), f, o)
@@ -96,18 +99,10 @@ ignored so that an older schedmate works with a newer job_submit.lua.`,
 	fl.StringVar(&o.req.Gres, "gres", "", "requested generic resources per node, as in --gres")
 	fl.StringVar(&o.req.Nodes, "nodes", "", "requested node count")
 	fl.StringArrayVar(&o.req.Argv, "argv", nil, "one argument of the submitting command line (repeatable)")
+	fl.StringVar(&o.cacheKey, "cache-key", "", "job_submit.lua's key for this submission in the submit answer cache")
+	fl.StringVar(&o.cacheFile, "cache-file", "", "the submit answer cache job_submit.lua reads (default: hooks.submit_cache)")
 	failOpen(f, cmd)
 	return cmd
-}
-
-// parseTimeLimit reads job_submit.lua's time_limit (minutes); Slurm's
-// NO_VAL and INFINITE, and anything unreadable, mean no limit.
-func parseTimeLimit(s string) time.Duration {
-	n, err := strconv.ParseUint(strings.TrimSpace(s), 10, 64)
-	if err != nil || n == 0 || n >= 0xfffffffe {
-		return 0
-	}
-	return time.Duration(n) * time.Minute
 }
 
 func runSubmit(ctx context.Context, f *factory.Factory, o *submitOptions) error {
@@ -115,13 +110,17 @@ func runSubmit(ctx context.Context, f *factory.Factory, o *submitOptions) error 
 	if err != nil {
 		return err
 	}
+	if o.cacheFile != "" {
+		env.cachePath = o.cacheFile
+	}
 	ctx, cancel := context.WithTimeout(ctx, env.deadline)
 	defer cancel()
 	req := o.req
-	req.TimeLimit = parseTimeLimit(o.timeLimit)
+	req.TimeLimit = history.ParseTimeLimit(o.timeLimit)
 	req.Time = o.now()
 
 	var est *Estimate
+	estimated := true
 	if o.estimator != nil {
 		// Leave part of the deadline for recording the submission.
 		estCtx, cancelEst := context.WithTimeout(ctx, env.deadline*3/5)
@@ -129,21 +128,32 @@ func runSubmit(ctx context.Context, f *factory.Factory, o *submitOptions) error 
 		cancelEst()
 		if err != nil {
 			fmt.Fprintf(f.IO.ErrOut, "schedmate: hook submit: estimate: %v\n", err)
-			est = nil
+			est, estimated = nil, false
 		}
 	}
-	out, err := history.CaptureSubmission(ctx, env.open, env.spoolDir(), toSubmission(&req, est))
+	sub := toSubmission(&req, est)
+	sub.CacheKey = o.cacheKey
+	out, err := history.CaptureSubmission(ctx, env.open, env.places(), sub)
 	reportCapture(f, "submission", out)
 	if err != nil {
 		fmt.Fprintf(f.IO.ErrOut, "schedmate: hook submit: %v\n", err)
 	}
-	return writeSettings(f.IO.Out, est)
+	answers := settings(est)
+	// The answer is cached only once the submission it will be recorded
+	// from is safe, and only when estimating worked (a failure is retried
+	// by the next submission).
+	if o.cacheKey != "" && estimated && err == nil && ctx.Err() == nil {
+		if err := submitcache.New(env.cachePath).Put(o.cacheKey, answers); err != nil {
+			fmt.Fprintf(f.IO.ErrOut, "schedmate: hook submit: %v\n", err)
+		}
+	}
+	return writeAnswers(f.IO.Out, answers)
 }
 
 func toSubmission(req *SubmitRequest, est *Estimate) *history.Submission {
 	sub := &history.Submission{
 		UID: req.UID, User: req.User, Name: req.Name, WorkDir: req.WorkDir, Partition: req.Partition,
-		Script: req.ScriptFile, Argv: req.Argv, TimeLimit: req.TimeLimit, Gres: req.Gres, Nodes: req.Nodes,
+		Script: history.ScriptPath(req.Argv, req.WorkDir), Argv: req.Argv, TimeLimit: req.TimeLimit, Gres: req.Gres, Nodes: req.Nodes,
 		Time: req.Time,
 	}
 	if est != nil {
@@ -154,18 +164,18 @@ func toSubmission(req *SubmitRequest, est *Estimate) *history.Submission {
 	return sub
 }
 
-// writeSettings prints the key=value lines job_submit.lua applies:
+// settings returns the key=value lines job_submit.lua applies:
 // admin_comment first, then the other settings by key. Keys that are not
 // plain field names are dropped and values are kept to one line.
-func writeSettings(w io.Writer, est *Estimate) error {
+func settings(est *Estimate) []string {
 	if est == nil {
 		return nil
 	}
-	var b strings.Builder
+	var lines []string
 	line := func(k, v string) {
 		v = strings.Join(strings.Fields(v), " ")
 		if v != "" {
-			fmt.Fprintf(&b, "%s=%s\n", k, v)
+			lines = append(lines, k+"="+v)
 		}
 	}
 	line("admin_comment", est.Comment)
@@ -174,8 +184,17 @@ func writeSettings(w io.Writer, est *Estimate) error {
 			line(k, est.Settings[k])
 		}
 	}
-	_, err := io.WriteString(w, b.String())
-	return err
+	return lines
+}
+
+// writeAnswers prints answer lines for job_submit.lua.
+func writeAnswers(w io.Writer, answers []string) error {
+	for _, a := range answers {
+		if _, err := io.WriteString(w, a+"\n"); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func isFieldName(k string) bool {

@@ -19,6 +19,8 @@ import (
 	"github.com/schedmate/schedmate/internal/exitcode"
 	"github.com/schedmate/schedmate/internal/factory"
 	"github.com/schedmate/schedmate/internal/iostreams"
+	"github.com/schedmate/schedmate/internal/llm"
+	"github.com/schedmate/schedmate/internal/llmassist"
 	logmetrics "github.com/schedmate/schedmate/internal/metrics"
 	"github.com/schedmate/schedmate/slurm"
 )
@@ -30,16 +32,19 @@ type Options struct {
 	Slurm  func() (slurm.Client, error)
 	Config func() (*config.Config, error)
 	Now    func() time.Time
+	// LLM returns the optional LLM client; nil means the layer is off.
+	LLM func() (*llm.Client, error)
 
 	JobID   string
 	LogPath string
 	Stderr  bool
 	Lines   int
+	NoLLM   bool
 }
 
 // NewCmd returns the `metrics` command.
 func NewCmd(f *factory.Factory) *cobra.Command {
-	opts := &Options{IO: f.IO, Slurm: f.Slurm, Config: f.Config, Now: time.Now}
+	opts := &Options{IO: f.IO, Slurm: f.Slurm, Config: f.Config, Now: time.Now, LLM: f.LLM}
 	cmd := &cobra.Command{
 		Use:   "metrics [<jobid>]",
 		Short: "Show a job's training progress read from its log",
@@ -66,6 +71,7 @@ given. A log without any training progress line gives "unknown" (null in
 	cmd.Flags().StringVar(&opts.LogPath, "log", "", "read this log file instead of asking Slurm")
 	cmd.Flags().BoolVar(&opts.Stderr, "stderr", false, "read the job's StdErr file instead of its StdOut")
 	cmd.Flags().IntVar(&opts.Lines, "lines", 0, "also print the last N training progress lines")
+	cmd.Flags().BoolVar(&opts.NoLLM, "no-llm", false, "never ask the LLM, even when llm.enabled is set")
 	return cmd
 }
 
@@ -86,6 +92,8 @@ type result struct {
 	JobID string `json:"job_id,omitempty"`
 	Log   string `json:"log"`
 	*logmetrics.Report
+	// LLMNote is set when the LLM was asked for the step time.
+	LLMNote string `json:"llm_note,omitempty"`
 }
 
 // Run resolves the log, extracts the progress and prints it.
@@ -105,7 +113,7 @@ func (o *Options) Run(ctx context.Context) error {
 	if err != nil {
 		return logError(err)
 	}
-	res := result{JobID: o.JobID, Log: path, Report: rep}
+	res := result{JobID: o.JobID, Log: path, Report: rep, LLMNote: o.refineStepTime(ctx, cfg, rep)}
 	if o.JSON {
 		enc := json.NewEncoder(o.IO.Out)
 		enc.SetIndent("", "  ")
@@ -115,6 +123,16 @@ func (o *Options) Run(ctx context.Context) error {
 		return nil
 	}
 	return writeReport(o.IO.Out, res, o.Lines, o.Now())
+}
+
+// refineStepTime asks the LLM for a step time no rule found, when
+// llm.enabled is set and --no-llm is not, and returns its note.
+func (o *Options) refineStepTime(ctx context.Context, cfg *config.Config, rep *logmetrics.Report) string {
+	if o.NoLLM || o.LLM == nil || !cfg.LLM.Enabled || !llmassist.UnknownStepTime(rep) {
+		return ""
+	}
+	client, err := o.LLM()
+	return llmassist.RefineStepTime(ctx, client, err, rep).Note
 }
 
 // ExtractOptions maps the metrics configuration onto extraction options.
@@ -185,6 +203,9 @@ func writeReport(w io.Writer, res result, lines int, now time.Time) error {
 		}
 		row("Trend", trend(rep, now))
 		row("Last progress", rep.LastProgressLine)
+	}
+	if res.LLMNote != "" {
+		row("LLM note", res.LLMNote)
 	}
 	if rep.ErrorLine != "" {
 		row("Error after it", rep.ErrorLine)

@@ -130,6 +130,9 @@ func Run(ctx context.Context, f *factory.Factory, args []string) int {
 	if code == exitcode.Error && isUsageError(err) {
 		code = exitcode.Usage
 	}
+	if exitcode.IsSilent(err) {
+		return int(code)
+	}
 	if errors.Is(err, context.Canceled) {
 		fmt.Fprintln(f.IO.ErrOut, "schedmate: interrupted")
 		return 130

@@ -28,6 +28,36 @@ func hookSteps(f *factory.Factory) hook.Steps {
 		Recovery: func(ctx context.Context, job *store.Job) error {
 			return endOfJob(ctx, f, job)
 		},
+		Reestimate: func(ctx context.Context, job *store.Job) (*hook.Estimate, error) {
+			return reestimate(ctx, f, job)
+		},
+	}
+}
+
+// reestimate estimates a resubmission of a recorded job from its recorded
+// description, which embeds like the submission did.
+func reestimate(ctx context.Context, f *factory.Factory, job *store.Job) (*hook.Estimate, error) {
+	cfg, err := f.Config()
+	if err != nil {
+		return nil, err
+	}
+	st, err := f.Store()
+	if err != nil {
+		return nil, err
+	}
+	opts, pol := advisor.FromConfig(cfg.Advisor)
+	adv, err := advisor.ForSubmit(ctx, st, advisor.SubmitRequest{Job: advisor.InfoFromJob(job)}, pol, opts)
+	if err != nil {
+		return nil, err
+	}
+	return toHookEstimate(adv), nil
+}
+
+func toHookEstimate(adv *advisor.SubmitAdvice) *hook.Estimate {
+	return &hook.Estimate{
+		Record:      &store.EstimateRecord{EstimateS: adv.Estimate.EstimateS, Source: adv.Estimate.Source, Confidence: adv.Estimate.Confidence},
+		Fingerprint: adv.FingerprintText, FingerprintHash: adv.FingerprintHash,
+		Metadata: adv.Metadata, Comment: adv.Comment, Settings: adv.Settings,
 	}
 }
 
@@ -56,11 +86,7 @@ func estimateSubmission(ctx context.Context, f *factory.Factory, req *hook.Submi
 	if err != nil {
 		return nil, err
 	}
-	return &hook.Estimate{
-		Record:      &store.EstimateRecord{EstimateS: adv.Estimate.EstimateS, Source: adv.Estimate.Source, Confidence: adv.Estimate.Confidence},
-		Fingerprint: adv.FingerprintText, FingerprintHash: adv.FingerprintHash,
-		Metadata: adv.Metadata, Comment: adv.Comment, Settings: adv.Settings,
-	}, nil
+	return toHookEstimate(adv), nil
 }
 
 // submitterAccess returns the submitting user's ids, so that fingerprinting

@@ -26,11 +26,11 @@ const estimateBudget = 3 * time.Second
 func NewCmd(f *factory.Factory) *cobra.Command {
 	return &cobra.Command{
 		Use:   "sbatch [sbatch options] SCRIPT [args...]",
-		Short: "Print a job's estimate, then submit it with sbatch",
-		Long: `Estimates the batch script as 'schedmate estimate' does and prints the
-estimate on stderr, then runs the real sbatch with the same arguments. The
-submission never depends on the estimate: if estimating fails, a warning is
-printed and the job is submitted anyway. sbatch's stdout and exit status
+		Short: "Submit a job with sbatch and print its estimate",
+		Long: `Estimates the batch script as 'schedmate estimate' does, runs the real
+sbatch with the same arguments and, once sbatch has accepted the job, prints
+the estimate on stderr. The submission never depends on the estimate: if
+estimating fails, a note says why and the job is submitted anyway. sbatch's stdout and exit status
 are passed through unchanged.`,
 		Example: `  schedmate sbatch -p gpu --gres=gpu:4 train.sbatch
   schedmate sbatch --parsable train.sbatch --epochs 3`,
@@ -45,19 +45,13 @@ are passed through unchanged.`,
 }
 
 func run(ctx context.Context, f *factory.Factory, args []string) error {
-	if req, err := estimate.Request(args); err != nil {
-		fmt.Fprintf(f.IO.ErrOut, "schedmate: no estimate: %v\n", err)
-	} else {
-		ectx, cancel := context.WithTimeout(ctx, estimateBudget)
-		adv, err := estimate.Run(ectx, f, req)
-		cancel()
-		if err != nil {
-			fmt.Fprintf(f.IO.ErrOut, "schedmate: no estimate: %v\n", err)
-		} else {
-			fmt.Fprintln(f.IO.ErrOut, advisor.Comment(adv.Estimate))
-		}
-	}
+	line := estimateLine(ctx, f, args)
 	res, err := f.Runner.Run(ctx, runner.Cmd{Name: "sbatch", Args: args})
+	if err == nil {
+		// Only a job sbatch accepted gets an estimate: a line next to
+		// sbatch's refusal would read as if the job had been queued.
+		fmt.Fprintln(f.IO.ErrOut, line)
+	}
 	f.IO.Out.Write(res.Stdout)
 	f.IO.ErrOut.Write(res.Stderr)
 	var rerr *runner.Error
@@ -65,10 +59,26 @@ func run(ctx context.Context, f *factory.Factory, args []string) error {
 	case err == nil:
 		return nil
 	case errors.As(err, &rerr) && rerr.ExitCode > 0:
-		return exitcode.New(exitcode.Code(rerr.ExitCode), fmt.Errorf("sbatch exited with status %d", rerr.ExitCode))
+		return exitcode.Silent(exitcode.Code(rerr.ExitCode)) // sbatch has said why on stderr
 	case errors.Is(err, runner.ErrNotFound):
 		return exitcode.New(exitcode.Unavailable, fmt.Errorf("submit: sbatch not found: %w", err))
 	default:
 		return fmt.Errorf("submit: %w", err)
 	}
+}
+
+// estimateLine is the line to print for a submission: its estimate, or why
+// there is none.
+func estimateLine(ctx context.Context, f *factory.Factory, args []string) string {
+	req, err := estimate.Request(args)
+	if err != nil {
+		return fmt.Sprintf("schedmate: no estimate: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, estimateBudget)
+	defer cancel()
+	adv, err := estimate.Run(ctx, f, req)
+	if err != nil {
+		return fmt.Sprintf("schedmate: no estimate: %v", err)
+	}
+	return advisor.Comment(adv.Estimate)
 }

@@ -27,7 +27,8 @@ func TestSbatchPassesThrough(t *testing.T) {
 		wantEst bool
 	}{
 		{"submitted", []string{"--parsable", script, "--lr", "1"}, "4242\n", 0, exitcode.OK, true},
-		{"sbatch refuses", []string{"-p", "nope", script}, "", 1, exitcode.Code(1), true},
+		{"sbatch refuses", []string{"-p", "nope", script}, "", 1, exitcode.Code(1), false},
+		{"unknown option", []string{"--no-such-option", script}, "", 1, exitcode.Code(1), false},
 		{"no script: sbatch decides", []string{"--wrap", "hostname"}, "Submitted batch job 7\n", 0, exitcode.OK, false},
 	}
 	for _, tc := range tests {

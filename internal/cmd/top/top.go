@@ -161,9 +161,12 @@ func Collect(ctx context.Context, client slurm.Client, filter slurm.QueueFilter,
 		if !j.Start.IsZero() && now.After(j.Start) {
 			row.Elapsed = now.Sub(j.Start)
 		}
-		if j.StdOut == "" {
+		if row.Log == "" {
+			row.Log = outputPath(ctx, client, j.ID)
+		}
+		if row.Log == "" {
 			row.LogError = "Slurm reports no output file"
-		} else if rep, err := logmetrics.ExtractFile(j.StdOut, opts); err != nil {
+		} else if rep, err := logmetrics.ExtractFile(row.Log, opts); err != nil {
 			row.LogError = err.Error()
 		} else {
 			row.Progress = rep
@@ -171,6 +174,16 @@ func Collect(ctx context.Context, client slurm.Client, filter slurm.QueueFilter,
 		snap.Rows = append(snap.Rows, row)
 	}
 	return snap
+}
+
+// outputPath asks Slurm for a job's output file when the job list did not
+// carry it; "" when Slurm does not say.
+func outputPath(ctx context.Context, client slurm.Client, id string) string {
+	job, err := client.Job(ctx, id)
+	if err != nil {
+		return ""
+	}
+	return job.StdOut
 }
 
 // currentUser is the login name whose jobs are shown by default.

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
-	"io"
 	"math"
 	"net/http"
 	"strings"
@@ -57,17 +56,8 @@ type embeddingRequest struct {
 }
 
 func (s *Server) embeddings(w http.ResponseWriter, r *http.Request) {
-	if !s.authorized(w, r) {
-		return
-	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, maxRequestBytes+1))
-	if err != nil || len(body) > maxRequestBytes {
-		writeError(w, http.StatusRequestEntityTooLarge, "invalid_request_error", "", "request body unreadable or too large")
-		return
-	}
 	var req embeddingRequest
-	if err := json.Unmarshal(body, &req); err != nil {
-		writeError(w, http.StatusBadRequest, "invalid_request_error", "", "We could not parse the JSON body of your request: "+err.Error())
+	if _, ok := s.readRequest(w, r, &req); !ok {
 		return
 	}
 	inputs, err := embeddingInputs(req.Input)

@@ -159,6 +159,24 @@ func (s *Server) authorized(w http.ResponseWriter, r *http.Request) bool {
 	return false
 }
 
+// readRequest checks the caller's key and decodes the JSON body into dst,
+// answering the error itself and returning false when either fails.
+func (s *Server) readRequest(w http.ResponseWriter, r *http.Request, dst any) ([]byte, bool) {
+	if !s.authorized(w, r) {
+		return nil, false
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxRequestBytes+1))
+	if err != nil || len(body) > maxRequestBytes {
+		writeError(w, http.StatusRequestEntityTooLarge, "invalid_request_error", "", "request body unreadable or too large")
+		return nil, false
+	}
+	if err := json.Unmarshal(body, dst); err != nil {
+		writeError(w, http.StatusBadRequest, "invalid_request_error", "", "We could not parse the JSON body of your request: "+err.Error())
+		return nil, false
+	}
+	return body, true
+}
+
 func (s *Server) hasModel(name string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -174,17 +192,9 @@ func (s *Server) hasModel(name string) bool {
 }
 
 func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
-	if !s.authorized(w, r) {
-		return
-	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, maxRequestBytes+1))
-	if err != nil || len(body) > maxRequestBytes {
-		writeError(w, http.StatusRequestEntityTooLarge, "invalid_request_error", "", "request body unreadable or too large")
-		return
-	}
 	var req openai.ChatCompletionRequest
-	if err := json.Unmarshal(body, &req); err != nil {
-		writeError(w, http.StatusBadRequest, "invalid_request_error", "", "We could not parse the JSON body of your request: "+err.Error())
+	body, ok := s.readRequest(w, r, &req)
+	if !ok {
 		return
 	}
 	if err := validateChat(&req); err != nil {

@@ -105,12 +105,28 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case tickMsg:
 		return m, m.fetch()
 	case tea.KeyMsg:
+		if msg.Type == tea.KeyRunes && len(msg.Runes) > 1 && !msg.Paste {
+			return m.typeAhead(msg.Runes)
+		}
 		if m.editing {
 			return m.editFilter(msg), nil
 		}
 		return m.handleKey(msg)
 	}
 	return m, nil
+}
+
+// typeAhead handles keys typed faster than they were read, which arrive
+// as one message: "/" then the filter text is a filter, not a key "/abc".
+func (m Model) typeAhead(runes []rune) (tea.Model, tea.Cmd) {
+	var cmds []tea.Cmd
+	var model tea.Model = m
+	for _, r := range runes {
+		var cmd tea.Cmd
+		model, cmd = model.Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune{r}})
+		cmds = append(cmds, cmd)
+	}
+	return model, tea.Batch(cmds...)
 }
 
 func (m Model) handleKey(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
@@ -223,7 +239,7 @@ func (m Model) View() string {
 }
 
 func (m Model) titleLine() string {
-	parts := []string{"schedmate top", fmt.Sprintf("%d jobs", len(m.rows))}
+	parts := []string{"top", fmt.Sprintf("%d jobs", len(m.rows))}
 	if m.opts.Scope != "" {
 		parts[1] += " (" + m.opts.Scope + ")"
 	}

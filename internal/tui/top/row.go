@@ -93,14 +93,14 @@ type column struct {
 }
 
 var columns = []column{
-	{"JOBID", 9, 0, false, func(r Row) string { return r.JobID }},
-	{"NAME", 11, 0, false, func(r Row) string { return r.Name }},
+	{"JOBID", 8, 0, false, func(r Row) string { return r.JobID }},
+	{"NAME", 14, 0, false, func(r Row) string { return r.Name }},
 	{"USER", 8, 90, false, func(r Row) string { return r.User }},
 	{"NODES", 10, 130, false, func(r Row) string { return r.Nodes }},
 	{"GPU", 3, 100, true, func(r Row) string { return fmt.Sprint(r.GPUs) }},
 	{"ELAPSED", 7, 0, true, func(r Row) string { return formatDuration(r.Elapsed) }},
 	{"PROGRESS", 16, 0, false, progressCell},
-	{"STEP", 8, 0, true, func(r Row) string {
+	{"STEP", 6, 0, true, func(r Row) string {
 		if r.Progress == nil {
 			return "-"
 		}
@@ -118,7 +118,7 @@ var columns = []column{
 		}
 		return formatThroughput(*r.Progress.Throughput, r.Progress.ThroughputUnit)
 	}},
-	{"ETA", 7, 0, true, func(r Row) string {
+	{"ETA", 6, 0, true, func(r Row) string {
 		if r.Progress == nil || r.Progress.ETAS == nil {
 			return "-"
 		}
@@ -159,7 +159,12 @@ func Bar(frac float64, width int) string {
 
 var sparkRunes = []rune("▁▂▃▄▅▆▇█")
 
+// sparkFloor is the smallest spread, relative to the largest value, that
+// a sparkline scales to its full height, so that jitter stays flat.
+const sparkFloor = 0.2
+
 // Sparkline draws the last width values; a taller bar is a slower step.
+// Differences of less than a fifth of the largest value stay low.
 func Sparkline(values []float64, width int) string {
 	if len(values) > width {
 		values = values[len(values)-width:]
@@ -174,8 +179,8 @@ func Sparkline(values []float64, width int) string {
 	var b strings.Builder
 	for _, v := range values {
 		i := 0
-		if hi > lo {
-			i = int((v - lo) / (hi - lo) * float64(len(sparkRunes)-1))
+		if span := math.Max(hi-lo, sparkFloor*hi); span > 0 {
+			i = int((v - lo) / span * float64(len(sparkRunes)-1))
 		}
 		b.WriteRune(sparkRunes[i])
 	}
