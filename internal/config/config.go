@@ -186,7 +186,7 @@ func Default() *Config {
 	return &Config{
 		Version: Version,
 		Log:     Log{Level: "warn"},
-		Store:   Store{LockTimeout: 2 * time.Second},
+		Store:   Store{LockTimeout: 5 * time.Second},
 		Slurm:   Slurm{Timeout: 10 * time.Second},
 		Hooks:   Hooks{SubmitDeadline: time.Second, EpilogDeadline: 5 * time.Second},
 		Advisor: Advisor{TopK: 3, Threshold: 0.90},

@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -31,10 +32,24 @@ type historyJob struct {
 }
 
 // recorded returns the jobs in `history list` that ended in the last hour, by id.
+//
+// While a burst of epilogs holds the database, `history list` may answer
+// "locked" (exit 5) after its lock timeout; like a user, it asks again.
 func recorded(c *cluster) map[string]historyJob {
 	c.t.Helper()
 	var jobs []historyJob
-	c.schedmateJSON(&jobs, "history", "list", "--limit", "0", "--since", "1h")
+	args := []string{"--json", "history", "list", "--limit", "0", "--since", "1h"}
+	r := c.schedmate(args...)
+	for try := 0; r.code == 5 && try < 20; try++ {
+		time.Sleep(500 * time.Millisecond)
+		r = c.schedmate(args...)
+	}
+	if r.code != 0 {
+		c.t.Fatalf("schedmate %v: exit %d: %s", args, r.code, r.stderr)
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &jobs); err != nil {
+		c.t.Fatalf("history list: stdout is not JSON: %v\n%s", err, r.stdout)
+	}
 	byID := make(map[string]historyJob, len(jobs))
 	for _, j := range jobs {
 		byID[j.JobID] = j
