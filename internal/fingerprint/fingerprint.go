@@ -84,6 +84,10 @@ func (f *Fingerprint) Text() string {
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
+		switch k {
+		case "launcher", "entry", "branch", "git_branch":
+			continue // already written above
+		}
 		add(k, f.Metadata[k])
 	}
 	return strings.Join(parts, " ")

@@ -73,6 +73,7 @@ func TestParseLaunch(t *testing.T) {
 		{"CUDA_VISIBLE_DEVICES=0,1 exec python run.py", "python", "run.py", nil, nil},
 		{"apptainer exec --nv img.sif python train.py", "python", "train.py", nil, nil},
 		{"./simulate input.dat", "exec", "./simulate", []string{"input.dat"}, nil},
+		{`loss=$(awk -v i="$i" 'BEGIN { print i }')`, "", "", nil, nil},
 		{"python train.py --config-path conf --config-name exp1", "python", "train.py", []string{"--config-path", "conf", "--config-name", "exp1"}, []string{"conf/exp1.yaml"}},
 	}
 	for _, tc := range tests {

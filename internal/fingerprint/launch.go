@@ -62,6 +62,9 @@ func parseLaunch(toks []string, scriptArgs []string) launch {
 	if i >= len(toks) {
 		return l
 	}
+	if strings.HasPrefix(toks[i], "-") {
+		return l // an option where a program should be: not a command line schedmate understands
+	}
 	prog := filepath.Base(toks[i])
 	rest := toks[i+1:]
 	switch {
