@@ -125,6 +125,17 @@ func (f *Factory) openStore(readOnly bool) (*store.Store, error) {
 	return st, nil
 }
 
+// ReleaseStore closes the database handle, if one is open, so that other
+// processes may take its lock; the next Store call opens it again.
+func (f *Factory) ReleaseStore() {
+	f.storeMu.Lock()
+	defer f.storeMu.Unlock()
+	if f.st != nil {
+		f.st.Close()
+		f.st = nil
+	}
+}
+
 // StoreError maps a store error to the exit code it deserves.
 func StoreError(err error) error {
 	switch {
@@ -180,12 +191,7 @@ func (f *Factory) LogToFile(path string) { f.logFile = path }
 
 // Close releases what the factory opened.
 func (f *Factory) Close() {
-	f.storeMu.Lock()
-	if f.st != nil {
-		f.st.Close()
-		f.st = nil
-	}
-	f.storeMu.Unlock()
+	f.ReleaseStore()
 	if f.logClose != nil {
 		f.logClose.Close()
 	}

@@ -32,9 +32,13 @@ const evidenceWindow = 24 * time.Hour
 
 // Deps are what the end-of-job steps use.
 type Deps struct {
-	Store   *store.Store
-	Cluster slurm.Client
-	Config  *config.Config
+	// OpenStore opens (or returns the open) history database; ReleaseStore
+	// closes it. The steps hold the database only in short phases and
+	// never while they call Slurm, because many epilogs share its lock.
+	OpenStore    func() (*store.Store, error)
+	ReleaseStore func()
+	Cluster      slurm.Client
+	Config       *config.Config
 	// GPUSpool carries per-job GPU figures from the nodes; nil skips them.
 	GPUSpool *spool.Spool
 	// DryRun audits recovery actions without carrying them out.
@@ -61,30 +65,37 @@ func Run(ctx context.Context, d Deps, job *store.Job) (*Outcome, error) {
 		d.Log = slog.Default()
 	}
 	out := &Outcome{}
-	var errs []error
-	if d.GPUSpool != nil {
-		if _, err := nodehealth.IngestSpool(d.GPUSpool, d.Store); err != nil {
-			errs = append(errs, fmt.Errorf("ingest GPU figures: %w", err))
-		}
-	}
 	out.Metrics = finalMetrics(d, job)
-	updated, err := d.Store.GetJob(job.JobID)
-	if err == nil {
-		job = updated
-	}
-	if out.Metrics != nil {
-		job.Metrics = out.Metrics
-		if err := d.Store.UpdateJob(job.JobID, func(j *store.Job) error { j.Metrics = out.Metrics; return nil }); err != nil {
-			errs = append(errs, fmt.Errorf("record final metrics: %w", err))
+	var evidence map[string][]store.Evidence
+	failed := needsDiagnosis(job.State)
+	errs := d.withStore(func(st *store.Store) []error {
+		var errs []error
+		if d.GPUSpool != nil {
+			if _, err := nodehealth.IngestSpool(d.GPUSpool, st); err != nil {
+				errs = append(errs, fmt.Errorf("ingest GPU figures: %w", err))
+			}
 		}
-	}
-	if err := advisor.IndexJobs(d.Store, job); err != nil {
-		errs = append(errs, fmt.Errorf("index job for estimates: %w", err))
-	}
-	if needsDiagnosis(job.State) && ctx.Err() == nil {
+		if updated, err := st.GetJob(job.JobID); err == nil {
+			job = updated
+		}
+		if out.Metrics != nil {
+			job.Metrics = out.Metrics
+			if err := st.UpdateJob(job.JobID, func(j *store.Job) error { j.Metrics = out.Metrics; return nil }); err != nil {
+				errs = append(errs, fmt.Errorf("record final metrics: %w", err))
+			}
+		}
+		if err := advisor.IndexJobs(st, job); err != nil {
+			errs = append(errs, fmt.Errorf("index job for estimates: %w", err))
+		}
+		if failed {
+			evidence = nodeEvidence(st, job)
+		}
+		return errs
+	})
+	if failed && ctx.Err() == nil {
 		out.Diagnosis = diagnose(d, job)
 		if out.Diagnosis != nil {
-			plan, err := recover(ctx, d, job, out.Diagnosis)
+			plan, err := recover(ctx, d, job, out.Diagnosis, evidence)
 			out.Plan = plan
 			if err != nil {
 				errs = append(errs, err)
@@ -92,6 +103,29 @@ func Run(ctx context.Context, d Deps, job *store.Job) (*Outcome, error) {
 		}
 	}
 	return out, errors.Join(errs...)
+}
+
+// withStore runs fn with the database open and releases it afterwards.
+func (d Deps) withStore(fn func(*store.Store) []error) []error {
+	st, err := d.OpenStore()
+	if err != nil {
+		return []error{fmt.Errorf("open history: %w", err)}
+	}
+	defer d.ReleaseStore()
+	return fn(st)
+}
+
+// nodeEvidence reads what the store knows about the job's nodes since
+// shortly before it started.
+func nodeEvidence(st *store.Store, job *store.Job) map[string][]store.Evidence {
+	evidence := map[string][]store.Evidence{}
+	since := job.Start.Add(-evidenceWindow)
+	for _, n := range job.Nodes {
+		if ev, err := st.NodeEvidence(n, since); err == nil {
+			evidence[n] = ev
+		}
+	}
+	return evidence
 }
 
 // needsDiagnosis reports whether a job in this final state may have a
@@ -158,16 +192,9 @@ func diagnose(d Deps, job *store.Job) *store.Diagnosis {
 // recover decides and carries out the recovery actions for a diagnosed job.
 // Slurm is asked about node states only when the verdict is an
 // infrastructure fault, to keep the epilog's calls into Slurm few.
-func recover(ctx context.Context, d Deps, job *store.Job, diag *store.Diagnosis) (recovery.Plan, error) {
-	in := recovery.Input{Job: job, Diagnosis: diag, Evidence: map[string][]store.Evidence{}}
+func recover(ctx context.Context, d Deps, job *store.Job, diag *store.Diagnosis, evidence map[string][]store.Evidence) (recovery.Plan, error) {
+	in := recovery.Input{Job: job, Diagnosis: diag, Evidence: evidence}
 	if diag.Category == string(failure.Infrastructure) {
-		since := job.Start.Add(-evidenceWindow)
-		for _, n := range job.Nodes {
-			ev, err := d.Store.NodeEvidence(n, since)
-			if err == nil {
-				in.Evidence[n] = ev
-			}
-		}
 		if nodes, err := d.Cluster.Nodes(ctx); err == nil {
 			in.Nodes, in.PartitionSize, in.PartitionDrained = partitionView(nodes, job.Partition)
 		} else {
@@ -178,7 +205,7 @@ func recover(ctx context.Context, d Deps, job *store.Job, diag *store.Diagnosis)
 	if diag.Category == string(failure.Infrastructure) && len(in.Nodes) == 0 {
 		plan = withoutDrains(plan, "node states unavailable: no node drained")
 	}
-	ex := &recovery.Executor{Cluster: clusterAdapter{d.Cluster}, Store: d.Store, DryRun: d.DryRun, Actor: "hook epilog", Now: d.Now}
+	ex := &recovery.Executor{Cluster: clusterAdapter{d.Cluster}, Store: briefRecorder{d}, DryRun: d.DryRun, Actor: "hook epilog", Now: d.Now}
 	return plan, ex.Apply(ctx, job, diag, plan)
 }
 
@@ -213,6 +240,30 @@ func withoutDrains(p recovery.Plan, note string) recovery.Plan {
 		p.Notes = append(p.Notes, note)
 	}
 	return p
+}
+
+// briefRecorder gives recovery the store one short open per write, so that
+// no lock is held while the executor waits on Slurm.
+type briefRecorder struct{ d Deps }
+
+func (r briefRecorder) do(fn func(*store.Store) error) error {
+	if errs := r.d.withStore(func(st *store.Store) []error { return []error{fn(st)} }); errs[0] != nil {
+		return errs[0]
+	}
+	return nil
+}
+
+func (r briefRecorder) Audit(e store.AuditEntry) (seq uint64, err error) {
+	err = r.do(func(st *store.Store) error { seq, err = st.Audit(e); return err })
+	return seq, err
+}
+
+func (r briefRecorder) FinishAudit(seq uint64, result string, actErr error) error {
+	return r.do(func(st *store.Store) error { return st.FinishAudit(seq, result, actErr) })
+}
+
+func (r briefRecorder) UpdateJob(id string, fn func(*store.Job) error) error {
+	return r.do(func(st *store.Store) error { return st.UpdateJob(id, fn) })
 }
 
 // clusterAdapter gives recovery the three Slurm verbs it needs.

@@ -60,9 +60,21 @@ func TestRun(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			fake := slurmfake.New(slurmfake.WithGPUNodes("n", 10, 4), slurmfake.WithJobs(slurm.Job{ID: "7", State: tt.state, Partition: "gpu", Nodes: []string{"n1"}}))
+			held := false // whether the steps hold the database
+			fake := slurmfake.New(slurmfake.WithGPUNodes("n", 10, 4), slurmfake.WithJobs(slurm.Job{ID: "7", State: tt.state, Partition: "gpu", Nodes: []string{"n1"}}),
+				slurmfake.WithInterceptor("*", func(_ context.Context, c slurmfake.Call) error {
+					if held {
+						t.Errorf("Slurm called (%s) while the database is held", c.Verb)
+					}
+					return nil
+				}))
 			cfg := config.Default()
-			out, err := Run(context.Background(), Deps{Store: st, Cluster: fake, Config: cfg, Now: func() time.Time { return now }}, job)
+			deps := Deps{
+				OpenStore:    func() (*store.Store, error) { held = true; return st, nil },
+				ReleaseStore: func() { held = false },
+				Cluster:      fake, Config: cfg, Now: func() time.Time { return now },
+			}
+			out, err := Run(context.Background(), deps, job)
 			if err != nil {
 				t.Fatalf("Run: %v", err)
 			}
@@ -107,7 +119,7 @@ func TestRunDryRunActsOnNothing(t *testing.T) {
 	job := &store.Job{JobID: "8", State: "FAILED", Nodes: []string{"n1"}, StdOut: logPath, End: time.Now()}
 	st.PutJob(job)
 	fake := slurmfake.New(slurmfake.WithGPUNodes("n", 4, 4))
-	if _, err := Run(context.Background(), Deps{Store: st, Cluster: fake, Config: config.Default(), DryRun: true}, job); err != nil {
+	if _, err := Run(context.Background(), Deps{OpenStore: func() (*store.Store, error) { return st, nil }, ReleaseStore: func() {}, Cluster: fake, Config: config.Default(), DryRun: true}, job); err != nil {
 		t.Fatal(err)
 	}
 	for _, verb := range []string{"Requeue", "SetComment", "DrainNode"} {

@@ -63,6 +63,7 @@ func runEpilog(ctx context.Context, f *factory.Factory, recovery Recovery, reest
 	captureCtx, cancelCapture := context.WithTimeout(ctx, env.deadline/2)
 	job, out, err := history.CaptureEnd(captureCtx, env.open, env.places(), end)
 	cancelCapture()
+	f.ReleaseStore() // the later steps open it briefly; other epilogs are waiting
 	reportCapture(f, "job "+end.Job.JobID, out)
 	if err != nil {
 		fmt.Fprintf(f.IO.ErrOut, "schedmate: hook epilog: %v\n", err)

@@ -115,10 +115,6 @@ func endOfJob(ctx context.Context, f *factory.Factory, job *store.Job) error {
 	if err != nil {
 		return err
 	}
-	st, err := f.Store()
-	if err != nil {
-		return err
-	}
 	cluster, err := f.Slurm()
 	if err != nil {
 		return err
@@ -128,7 +124,8 @@ func endOfJob(ctx context.Context, f *factory.Factory, job *store.Job) error {
 		return err
 	}
 	_, err = jobend.Run(ctx, jobend.Deps{
-		Store: st, Cluster: cluster, Config: cfg,
+		OpenStore: f.Store, ReleaseStore: f.ReleaseStore,
+		Cluster: cluster, Config: cfg,
 		GPUSpool: spool.New(nodehealth.GPUSpoolDir(cfg.Health, path)),
 		DryRun:   cfg.Hooks.DryRun, Log: f.Logger(),
 	}, job)
