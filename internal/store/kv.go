@@ -52,28 +52,15 @@ func (s *Store) GetKV(bucket, key string) (val []byte, ok bool, err error) {
 // transaction and must not write to the store; an error from fn stops the
 // scan and is returned.
 func (s *Store) ScanKV(bucket, prefix string, fn func(k string, v []byte) error) error {
-	name, err := kvBucket(bucket)
-	if err != nil {
-		return fmt.Errorf("scan %s: %w", bucket, err)
-	}
-	p := []byte(prefix)
-	return s.view(func(tx *bolt.Tx) error {
-		b := tx.Bucket(name)
-		if b == nil {
-			return nil
-		}
-		c := b.Cursor()
-		for k, v := c.Seek(p); k != nil && bytes.HasPrefix(k, p); k, v = c.Next() {
-			if err := fn(string(k), bytes.Clone(v)); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	return s.scanKV(bucket, prefix, false, fn)
 }
 
 // ScanKVReverse is ScanKV in reverse key order: the highest key first.
 func (s *Store) ScanKVReverse(bucket, prefix string, fn func(k string, v []byte) error) error {
+	return s.scanKV(bucket, prefix, true, fn)
+}
+
+func (s *Store) scanKV(bucket, prefix string, reverse bool, fn func(k string, v []byte) error) error {
 	name, err := kvBucket(bucket)
 	if err != nil {
 		return fmt.Errorf("scan %s: %w", bucket, err)
@@ -85,7 +72,12 @@ func (s *Store) ScanKVReverse(bucket, prefix string, fn func(k string, v []byte)
 			return nil
 		}
 		c := b.Cursor()
-		for k, v := seekLast(c, p); k != nil && bytes.HasPrefix(k, p); k, v = c.Prev() {
+		first, next := c.Seek, c.Next
+		if reverse {
+			first = func(p []byte) ([]byte, []byte) { return seekLast(c, p) }
+			next = c.Prev
+		}
+		for k, v := first(p); k != nil && bytes.HasPrefix(k, p); k, v = next() {
 			if err := fn(string(k), bytes.Clone(v)); err != nil {
 				return err
 			}

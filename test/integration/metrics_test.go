@@ -391,10 +391,13 @@ var (
 	reSpaces  = regexp.MustCompile(` {2,}`)
 	reGlyphs  = regexp.MustCompile(`[▁▂▃▄▅▆▇█░]+`)
 	reTqdmBar = regexp.MustCompile(`%\|[^|]*\|`)
+	// The detail pane shows the loss once the job has printed one, which
+	// depends on when the screen is read.
+	reLoss = regexp.MustCompile(` · loss N(\.N)?`)
 )
 
 // maskScreen hides what changes from run to run: job ids, numbers, bar and
-// sparkline glyphs, and the column padding that moves with them.
+// sparkline glyphs, the loss, and the column padding that moves with them.
 func maskScreen(screen string, jobs []*progressJob, more ...*progressJob) string {
 	for _, j := range append(jobs, more...) {
 		screen = strings.ReplaceAll(screen, j.log, "LOG_PATH")
@@ -403,6 +406,7 @@ func maskScreen(screen string, jobs []*progressJob, more ...*progressJob) string
 	for _, l := range strings.Split(strings.TrimRight(screen, "\n"), "\n") {
 		l = reTqdmBar.ReplaceAllString(l, "%|BAR|")
 		l = reGlyphs.ReplaceAllString(reDigits.ReplaceAllString(l, "N"), "=")
+		l = reLoss.ReplaceAllString(l, "")
 		lines = append(lines, strings.TrimRight(reSpaces.ReplaceAllString(l, "  "), " "))
 	}
 	return strings.Join(lines, "\n") + "\n"

@@ -37,15 +37,10 @@ func hookSteps(f *factory.Factory) hook.Steps {
 // reestimate estimates a resubmission of a recorded job from its recorded
 // description, which embeds like the submission did.
 func reestimate(ctx context.Context, f *factory.Factory, job *store.Job) (*hook.Estimate, error) {
-	cfg, err := f.Config()
+	st, opts, pol, err := advisorDeps(f)
 	if err != nil {
 		return nil, err
 	}
-	st, err := f.Store()
-	if err != nil {
-		return nil, err
-	}
-	opts, pol := advisor.FromConfig(cfg.Advisor)
 	adv, err := advisor.ForSubmit(ctx, st, advisor.SubmitRequest{Job: advisor.InfoFromJob(job)}, pol, opts)
 	if err != nil {
 		return nil, err
@@ -61,16 +56,25 @@ func toHookEstimate(adv *advisor.SubmitAdvice) *hook.Estimate {
 	}
 }
 
-func estimateSubmission(ctx context.Context, f *factory.Factory, req *hook.SubmitRequest) (*hook.Estimate, error) {
+// advisorDeps returns the database and the advisor's settings.
+func advisorDeps(f *factory.Factory) (*store.Store, advisor.Options, advisor.Policy, error) {
 	cfg, err := f.Config()
 	if err != nil {
-		return nil, err
+		return nil, advisor.Options{}, advisor.Policy{}, err
 	}
 	st, err := f.Store()
 	if err != nil {
-		return nil, err
+		return nil, advisor.Options{}, advisor.Policy{}, err
 	}
 	opts, pol := advisor.FromConfig(cfg.Advisor)
+	return st, opts, pol, nil
+}
+
+func estimateSubmission(ctx context.Context, f *factory.Factory, req *hook.SubmitRequest) (*hook.Estimate, error) {
+	st, opts, pol, err := advisorDeps(f)
+	if err != nil {
+		return nil, err
+	}
 	nodes, _ := strconv.Atoi(req.Nodes)
 	job := advisor.JobInfo{
 		User: req.User, Partition: req.Partition, Name: req.Name, WorkDir: req.WorkDir,
