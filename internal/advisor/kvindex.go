@@ -168,9 +168,16 @@ var NoHistory KV = emptyKV{}
 
 type emptyKV struct{}
 
-func (emptyKV) GetKV(string, string) ([]byte, bool, error)                     { return nil, false, nil }
+// GetKV implements KV.
+func (emptyKV) GetKV(string, string) ([]byte, bool, error) { return nil, false, nil }
+
+// ScanKVReverse implements KV.
 func (emptyKV) ScanKVReverse(string, string, func(string, []byte) error) error { return nil }
+
+// BatchKV implements KV.
 func (emptyKV) BatchKV(string, func(func(string, []byte) error) error) error {
 	return nil
 }
+
+// AppendKV implements KV.
 func (emptyKV) AppendKV(string, func(store.KVWriter) error) error { return nil }

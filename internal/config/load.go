@@ -47,6 +47,7 @@ type Origin struct {
 	Name string `json:"name,omitempty"`
 }
 
+// String formats the value for messages.
 func (o Origin) String() string {
 	if o.Name == "" {
 		return o.Kind
@@ -71,6 +72,7 @@ type KeyError struct {
 	Reason string
 }
 
+// Error returns the message.
 func (e *KeyError) Error() string {
 	where := e.Origin.String()
 	if e.Line > 0 {
@@ -82,6 +84,7 @@ func (e *KeyError) Error() string {
 // Errors is a list of configuration problems, all reported at once.
 type Errors []error
 
+// Error returns the message.
 func (es Errors) Error() string {
 	msgs := make([]string, len(es))
 	for i, e := range es {

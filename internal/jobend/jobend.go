@@ -253,15 +253,18 @@ func (r briefRecorder) do(fn func(*store.Store) error) error {
 	return nil
 }
 
+// Audit implements recovery.Recorder.
 func (r briefRecorder) Audit(e store.AuditEntry) (seq uint64, err error) {
 	err = r.do(func(st *store.Store) error { seq, err = st.Audit(e); return err })
 	return seq, err
 }
 
+// FinishAudit implements recovery.Recorder.
 func (r briefRecorder) FinishAudit(seq uint64, result string, actErr error) error {
 	return r.do(func(st *store.Store) error { return st.FinishAudit(seq, result, actErr) })
 }
 
+// UpdateJob implements recovery.Recorder.
 func (r briefRecorder) UpdateJob(id string, fn func(*store.Job) error) error {
 	return r.do(func(st *store.Store) error { return st.UpdateJob(id, fn) })
 }
@@ -269,14 +272,17 @@ func (r briefRecorder) UpdateJob(id string, fn func(*store.Job) error) error {
 // clusterAdapter gives recovery the three Slurm verbs it needs.
 type clusterAdapter struct{ c slurm.Client }
 
+// RequeueJob implements recovery.Cluster.
 func (a clusterAdapter) RequeueJob(ctx context.Context, id string, exclude []string) error {
 	return a.c.Requeue(ctx, id, slurm.RequeueOptions{ExcludeNodes: exclude})
 }
 
+// SetJobComment implements recovery.Cluster.
 func (a clusterAdapter) SetJobComment(ctx context.Context, id, comment string) error {
 	return a.c.SetComment(ctx, id, comment, false)
 }
 
+// DrainNode implements recovery.Cluster.
 func (a clusterAdapter) DrainNode(ctx context.Context, name, reason string) error {
 	return a.c.DrainNode(ctx, name, reason)
 }

@@ -46,6 +46,7 @@ type Error struct {
 	Err error
 }
 
+// Error returns the message.
 func (e *Error) Error() string {
 	if e.Status != 0 {
 		return fmt.Sprintf("llm %s: %s (HTTP %d): %v", e.Op, e.Kind, e.Status, e.Err)
@@ -53,6 +54,7 @@ func (e *Error) Error() string {
 	return fmt.Sprintf("llm %s: %s: %v", e.Op, e.Kind, e.Err)
 }
 
+// Unwrap returns the cause.
 func (e *Error) Unwrap() error { return e.Err }
 
 // KindOf returns the kind of err, or "" when err is not an LLM failure.

@@ -20,10 +20,12 @@ type SchemaError struct {
 	Err error
 }
 
+// Error returns the message.
 func (e *SchemaError) Error() string {
 	return fmt.Sprintf("llm answer does not match schema %s: %v", e.Schema, e.Err)
 }
 
+// Unwrap returns the cause.
 func (e *SchemaError) Unwrap() error { return e.Err }
 
 // Validator is implemented by answer types with rules beyond the schema

@@ -34,6 +34,7 @@ type boundedDoer struct {
 	client *http.Client
 }
 
+// Do sends req and bounds the body of the answer.
 func (d boundedDoer) Do(req *http.Request) (*http.Response, error) {
 	resp, err := d.client.Do(req)
 	if err != nil {
@@ -53,6 +54,7 @@ type limitedBody struct {
 	read int64
 }
 
+// Read implements io.Reader.
 func (b *limitedBody) Read(p []byte) (int, error) {
 	n, err := b.r.Read(p)
 	b.read += int64(n)
@@ -62,6 +64,7 @@ func (b *limitedBody) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// Close implements io.Closer.
 func (b *limitedBody) Close() error { return b.c.Close() }
 
 // parseRetryAfter reads a Retry-After header: delta seconds or an HTTP date.

@@ -38,10 +38,15 @@ func Baselines(jobs []trace.Job) []Predictor {
 // timeLimit predicts the user's requested time limit.
 type timeLimit struct{}
 
+// Name identifies the method in reports.
 func (timeLimit) Name() string { return "time_limit" }
+
+// Predict returns the predicted duration of j, and false when the method has none.
 func (timeLimit) Predict(j *trace.Job) (float64, bool) {
 	return j.TimeLimit, j.TimeLimit > 0
 }
+
+// Observe learns from an ended job.
 func (timeLimit) Observe(*trace.Job) {}
 
 func userKey(j *trace.Job) string        { return j.User }
@@ -59,8 +64,10 @@ type keyed struct {
 	buf    []float64
 }
 
+// Name identifies the method in reports.
 func (k *keyed) Name() string { return k.name }
 
+// Predict returns the predicted duration of j, and false when the method has none.
 func (k *keyed) Predict(j *trace.Job) (float64, bool) {
 	if r := k.recent[k.key(j)]; len(r) > 0 {
 		k.buf = append(k.buf[:0], r...)
@@ -69,6 +76,7 @@ func (k *keyed) Predict(j *trace.Job) (float64, bool) {
 	return k.global.Predict(j)
 }
 
+// Observe learns from an ended job.
 func (k *keyed) Observe(j *trace.Job) {
 	if k.recent == nil {
 		k.recent = make(map[string][]float64)
@@ -106,8 +114,10 @@ type globalMedian struct {
 	high minHeap
 }
 
+// Name identifies the method in reports.
 func (g *globalMedian) Name() string { return "global_median" }
 
+// Predict returns the predicted duration of j, and false when the method has none.
 func (g *globalMedian) Predict(*trace.Job) (float64, bool) {
 	switch {
 	case g.low.Len() == 0:
@@ -141,9 +151,16 @@ func (g *globalMedian) add(d float64) {
 // floatHeap holds the storage shared by minHeap and maxHeap.
 type floatHeap struct{ v []float64 }
 
-func (h floatHeap) Len() int      { return len(h.v) }
+// Len implements heap.Interface.
+func (h floatHeap) Len() int { return len(h.v) }
+
+// Swap implements heap.Interface.
 func (h floatHeap) Swap(a, b int) { h.v[a], h.v[b] = h.v[b], h.v[a] }
-func (h *floatHeap) Push(x any)   { h.v = append(h.v, x.(float64)) }
+
+// Push implements heap.Interface.
+func (h *floatHeap) Push(x any) { h.v = append(h.v, x.(float64)) }
+
+// Pop implements heap.Interface.
 func (h *floatHeap) Pop() any {
 	x := h.v[len(h.v)-1]
 	h.v = h.v[:len(h.v)-1]
@@ -152,8 +169,10 @@ func (h *floatHeap) Pop() any {
 
 type minHeap struct{ floatHeap }
 
+// Less implements heap.Interface.
 func (h minHeap) Less(a, b int) bool { return h.v[a] < h.v[b] }
 
 type maxHeap struct{ floatHeap }
 
+// Less implements heap.Interface.
 func (h maxHeap) Less(a, b int) bool { return h.v[a] > h.v[b] }

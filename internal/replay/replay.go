@@ -126,11 +126,21 @@ type timeHeap struct {
 	at   func(*trace.Job) float64
 }
 
-func (h *timeHeap) top() float64       { return h.at(h.jobs[0]) }
-func (h *timeHeap) Len() int           { return len(h.jobs) }
+func (h *timeHeap) top() float64 { return h.at(h.jobs[0]) }
+
+// Len implements heap.Interface.
+func (h *timeHeap) Len() int { return len(h.jobs) }
+
+// Less implements heap.Interface.
 func (h *timeHeap) Less(a, b int) bool { return h.at(h.jobs[a]) < h.at(h.jobs[b]) }
-func (h *timeHeap) Swap(a, b int)      { h.jobs[a], h.jobs[b] = h.jobs[b], h.jobs[a] }
-func (h *timeHeap) Push(x any)         { h.jobs = append(h.jobs, x.(*trace.Job)) }
+
+// Swap implements heap.Interface.
+func (h *timeHeap) Swap(a, b int) { h.jobs[a], h.jobs[b] = h.jobs[b], h.jobs[a] }
+
+// Push implements heap.Interface.
+func (h *timeHeap) Push(x any) { h.jobs = append(h.jobs, x.(*trace.Job)) }
+
+// Pop implements heap.Interface.
 func (h *timeHeap) Pop() any {
 	x := h.jobs[len(h.jobs)-1]
 	h.jobs = h.jobs[:len(h.jobs)-1]

@@ -158,6 +158,7 @@ type boundedBuffer struct {
 	limit int
 }
 
+// Write implements io.Writer.
 func (b *boundedBuffer) Write(p []byte) (int, error) {
 	if room := b.limit - b.Len(); room > 0 {
 		if len(p) > room {

@@ -149,6 +149,7 @@ func (s *Store) AppendKV(bucket string, fn func(w KVWriter) error) error {
 // boltWriter is the KVWriter of one bucket in a write transaction.
 type boltWriter struct{ b *bolt.Bucket }
 
+// Put stores v under k.
 func (w boltWriter) Put(k string, v []byte) error {
 	if k == "" {
 		return errors.New("empty key")
@@ -156,6 +157,7 @@ func (w boltWriter) Put(k string, v []byte) error {
 	return w.b.Put([]byte(k), v)
 }
 
+// Trim deletes the oldest entries under prefix beyond the newest keep, and reports how many it deleted.
 func (w boltWriter) Trim(prefix string, keep int) (int, error) {
 	p := []byte(prefix)
 	c := w.b.Cursor()

@@ -153,8 +153,11 @@ func Run(ctx context.Context, f *factory.Factory, req advisor.SubmitRequest) (*a
 // fills the version cache or the index.
 type readOnly struct{ advisor.KV }
 
+// BatchKV implements advisor.KV by discarding the write.
 func (readOnly) BatchKV(string, func(func(string, []byte) error) error) error { return nil }
-func (readOnly) AppendKV(string, func(store.KVWriter) error) error            { return nil }
+
+// AppendKV implements advisor.KV by discarding the write.
+func (readOnly) AppendKV(string, func(store.KVWriter) error) error { return nil }
 
 // jsonAdvice is the --json form: the estimate's fields at top level.
 type jsonAdvice struct {
