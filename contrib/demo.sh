@@ -4,7 +4,7 @@
 # estimates at submit that learn from history, live progress from a running
 # job's log, the root cause of failed jobs with the requeue of an
 # infrastructure failure, node health from a real nccl-tests output, and
-# the recorded history. `make demo` runs it.
+# the recorded history. `make demo` runs it too.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$(pwd)
@@ -21,7 +21,8 @@ wait_done() { # wait until the jobs have left the queue
 	echo "job $1 still queued" >&2
 }
 
-[ -x "$bin" ] || make -s build
+export PATH="$PATH:/usr/local/go/bin"
+go build -o "$bin" ./cmd/schedmate
 step "bringing up a local Slurm (contrib/localslurm/up.sh)"
 NODES="${NODES:-4}" contrib/localslurm/up.sh
 sinfo

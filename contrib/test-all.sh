@@ -18,7 +18,7 @@ if ! command -v go >/dev/null 2>&1; then
 fi
 if [ "$(id -u)" -eq 0 ]; then
 	missing=()
-	for pkg in tmux git make python3; do
+	for pkg in tmux git python3; do
 		command -v "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
 	done
 	if [ ${#missing[@]} -gt 0 ]; then
@@ -45,10 +45,10 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 go run ./cmd/gen-docs -man "$tmp/man" -completions "$tmp/completions"
 diff -r "$tmp/man" man && diff -r "$tmp/completions" completions || {
-	echo "man/ or completions/ are stale: run 'make generate'"; exit 1; }
+	echo "man/ or completions/ are stale: run 'go run ./cmd/gen-docs' (make generate)"; exit 1; }
 
 log "build"
-make -s build
+go build -o bin/schedmate ./cmd/schedmate
 
 log "unit tests"
 go test -count=1 ./...

@@ -3,6 +3,7 @@ package fingerprint
 import (
 	"encoding/json"
 	"flag"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -26,8 +27,35 @@ type stable struct {
 	Notes     []string          `json:"notes"`
 }
 
+// projectCopy copies testdata/project into a fresh directory, turning its
+// dot-git folder into .git (git does not keep a .git folder in a checkout).
+func projectCopy(t *testing.T) string {
+	t.Helper()
+	src := filepath.Join("testdata", "project")
+	dst := t.TempDir()
+	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		rel = strings.Replace(rel, "dot-git", ".git", 1)
+		if d.IsDir() {
+			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dst, rel), data, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dst
+}
+
 func TestExtractGolden(t *testing.T) {
-	fp, err := Extract(Input{Script: "train.sbatch", WorkDir: filepath.Join("testdata", "project")})
+	fp, err := Extract(Input{Script: "train.sbatch", WorkDir: projectCopy(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
