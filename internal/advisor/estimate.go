@@ -86,11 +86,25 @@ type Query struct {
 	// Now is the submit time (Unix seconds or the trace clock); similar jobs
 	// running at that time bound the estimate from below. Zero ignores them.
 	Now int64
+	// ProgramSlots, when the job's logical name was given (a trace's
+	// program identity) rather than derived, are the vector components its
+	// name and logical name are hashed to. Jobs of other logical names are
+	// then other programs: they are compared without those components, so
+	// that a hash collision cannot make them look like the same program.
+	ProgramSlots []int
 }
+
+// namedProgram reports whether the query's logical name is its program's
+// identity.
+func (q *Query) namedProgram() bool { return len(q.ProgramSlots) > 0 }
 
 // QueryOf builds the query of a job.
 func QueryOf(j *JobInfo) Query {
-	return Query{Vec: Embed(j), Keys: KeysOf(j), TimeLimitS: j.TimeLimitS}
+	q := Query{Vec: Embed(j), Keys: KeysOf(j), TimeLimitS: j.TimeLimitS}
+	if j.LogicalName != "" {
+		q.ProgramSlots = programSlots(j)
+	}
+	return q
 }
 
 // Match is one similar ended job.
@@ -143,7 +157,8 @@ func (ix *Index) Estimate(q Query, opts Options) Estimate {
 }
 
 // similar gathers up to opts.Pool records above the threshold from the
-// query's logical-name block, then its user's block, newest first.
+// query's logical-name block, then (unless the logical name is the program's
+// given identity) its user's block, newest first.
 func (ix *Index) similar(q Query, opts Options) []candidate {
 	var pool []candidate
 	w := 1.0
@@ -155,7 +170,7 @@ func (ix *Index) similar(q Query, opts Options) []candidate {
 		return len(pool) < opts.Pool
 	}
 	ix.logical[q.Keys.Logical].newestFirst(visit)
-	if len(pool) < opts.Pool {
+	if len(pool) < opts.Pool && !q.namedProgram() {
 		ix.user[q.Keys.User].newestFirst(func(r *Record) bool {
 			if r.LogicalKey == q.Keys.Logical {
 				return true
@@ -166,8 +181,18 @@ func (ix *Index) similar(q Query, opts Options) []candidate {
 	return pool
 }
 
-// fallback walks the chain used when nothing similar is known.
-func (ix *Index) fallback(q Query, opts Options) Estimate {
+// userPool is how many of the user's newest jobs the user fallback reads:
+// the whole user block. They are weighed by sharpened similarity, not by
+// age, so that the user's jobs most like the new one (same class,
+// partition, account) decide the estimate, however many others came since.
+const userPool = userCap
+
+// minSimilarity floors similarity in fallback weights, so that a job
+// sharing nothing with the query still counts a little.
+const minSimilarity = 1e-3
+
+// userSimilar estimates from the user's loosely similar jobs, if any.
+func (ix *Index) userSimilar(q Query, opts Options) (Estimate, bool) {
 	var loose []candidate
 	w := 1.0
 	ix.user[q.Keys.User].newestFirst(func(r *Record) bool {
@@ -177,8 +202,20 @@ func (ix *Index) fallback(q Query, opts Options) Estimate {
 		}
 		return len(loose) < opts.Pool
 	})
-	if len(loose) > 0 {
-		return labelled(summarise(loose, opts), SourceUserSimilar, 0.5)
+	if len(loose) == 0 {
+		return Estimate{}, false
+	}
+	return labelled(summarise(loose, opts), SourceUserSimilar, 0.5), true
+}
+
+// fallback walks the chain used when nothing similar is known. A job whose
+// program is named skips the user's loosely similar jobs: above the loose
+// threshold, another program can only be a hash collision.
+func (ix *Index) fallback(q Query, opts Options) Estimate {
+	if !q.namedProgram() {
+		if est, ok := ix.userSimilar(q, opts); ok {
+			return est
+		}
 	}
 	if q.TimeLimitS > 0 {
 		if ratio, ok := ix.limitRatio(q); ok {
@@ -187,17 +224,22 @@ func (ix *Index) fallback(q Query, opts Options) Estimate {
 				Source: SourceLimitRatio, Confidence: 0.3}
 		}
 	}
+	alike := func(r *Record) float64 {
+		return sharpen(max(vector.CosineWithout(&q.Vec, &r.Vec, q.ProgramSlots...), minSimilarity))
+	}
+	same := func(*Record) float64 { return 1 }
 	for _, step := range []struct {
 		r      *ring
 		n      int
+		weight func(*Record) float64
 		source string
 		conf   float64
 	}{
-		{ix.user[q.Keys.User], 16, SourceUser, 0.25},
-		{ix.partition[q.Keys.Partition], 64, SourcePartition, 0.15},
-		{ix.global, 256, SourceGlobal, 0.1},
+		{ix.user[q.Keys.User], userPool, alike, SourceUser, 0.25},
+		{ix.partition[q.Keys.Partition], 64, same, SourcePartition, 0.15},
+		{ix.global, 256, same, SourceGlobal, 0.1},
 	} {
-		if recent := newest(step.r, step.n); len(recent) > 0 {
+		if recent := newest(step.r, step.n, step.weight); len(recent) > 0 {
 			return labelled(summarise(recent, opts), step.source, step.conf)
 		}
 	}
@@ -242,11 +284,11 @@ func (ix *Index) limitRatio(q Query) (float64, bool) {
 	return math.Exp((n*math.Log(own[len(own)/2]) + math.Log(prior)) / (n + 1)), true
 }
 
-// newest returns up to n of a block's newest records, equally weighted.
-func newest(r *ring, n int) []candidate {
+// newest returns up to n of a block's newest records, weighed by weight.
+func newest(r *ring, n int, weight func(*Record) float64) []candidate {
 	var out []candidate
 	r.newestFirst(func(rec *Record) bool {
-		out = append(out, candidate{rec: rec, sim: 0, w: 1})
+		out = append(out, candidate{rec: rec, sim: 0, w: weight(rec)})
 		return len(out) < n
 	})
 	return out

@@ -1,8 +1,11 @@
 package advisor
 
 import (
+	"fmt"
 	"math"
 	"testing"
+
+	"github.com/schedmate/schedmate/internal/vector"
 )
 
 // ended builds an ended job record for tests.
@@ -60,6 +63,42 @@ func TestEstimateSources(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestNamedProgramFallback(t *testing.T) {
+	prog := func(logical, class string) JobInfo {
+		return JobInfo{User: "alice", Name: logical + "-run", LogicalName: logical, Class: class}
+	}
+	t.Run("user's jobs of the same class decide", func(t *testing.T) {
+		ix := NewIndex()
+		ix.Add(ended(prog("serve", "3"), 1, 5000, StateCompleted))
+		ix.Add(ended(prog("serve", "3"), 2, 5200, StateCompleted))
+		for i := int64(3); i < 8; i++ {
+			ix.Add(ended(prog("batch", "0"), i, 100, StateCompleted))
+		}
+		q := prog("frontend", "3")
+		est := ix.Estimate(QueryOf(&q), DefaultOptions())
+		if est.Source != SourceUser || est.EstimateS < 5000 {
+			t.Errorf("estimate %v from %s, want the class-3 jobs' ~5000 from %s", est.EstimateS, est.Source, SourceUser)
+		}
+	})
+	t.Run("a colliding program is not similar", func(t *testing.T) {
+		q := prog("frontend", "3")
+		qv := Embed(&q)
+		var other JobInfo
+		for i := 0; ; i++ {
+			other = prog(fmt.Sprintf("p%d", i), "3")
+			if v := Embed(&other); vector.Cosine(&qv, &v) >= DefaultOptions().Threshold {
+				break
+			}
+		}
+		ix := NewIndex()
+		ix.Add(ended(other, 1, 9000, StateCompleted))
+		est := ix.Estimate(QueryOf(&q), DefaultOptions())
+		if est.Source != SourceUser {
+			t.Errorf("source = %s, want %s: %s shares only a hash slot", est.Source, SourceUser, other.LogicalName)
+		}
+	})
 }
 
 func TestEstimateStateAware(t *testing.T) {

@@ -99,6 +99,7 @@ func Embed(j *JobInfo) vector.Vec {
 	b.Add("user", j.User, 1)
 	if j.LogicalName != "" {
 		// a logical name given by the trace is the program's identity
+		// (programSlots names these two features)
 		b.Add("name", j.Name, 0.8)
 		b.Add("logical", j.LogicalName, 3)
 	} else {
@@ -129,6 +130,12 @@ func Embed(j *JobInfo) vector.Vec {
 		b.Add("meta."+k, strings.ToLower(v), w)
 	}
 	return b.Vector()
+}
+
+// programSlots returns the components of the name features Embed adds for
+// a job whose logical name is given.
+func programSlots(j *JobInfo) []int {
+	return []int{vector.Slot("name", j.Name), vector.Slot("logical", j.LogicalName)}
 }
 
 // bucket names the power-of-two range of a positive count; zero gives "".

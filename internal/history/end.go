@@ -243,7 +243,9 @@ func DeriveState(slurmState string, exitCode, signal int, elapsed, limit time.Du
 	if s := normalizeState(slurmState); s != "" {
 		return s
 	}
-	killed := signal == 2 || signal == 9 || signal == 15
+	// A shell killed by scancel's SIGTERM (or SIGKILL, SIGINT) may die of the
+	// signal or exit with 128+signal, depending on what it was doing.
+	killed := signal == 2 || signal == 9 || signal == 15 || signal == 0 && (exitCode == 128+2 || exitCode == 128+9 || exitCode == 128+15)
 	switch {
 	case signal == sigOOM:
 		return "OUT_OF_MEMORY"

@@ -148,6 +148,8 @@ func TestDeriveState(t *testing.T) {
 		{"", 0, 11, time.Minute, 0, "FAILED"},
 		{"", 0, 15, time.Minute, hour, "CANCELLED"},
 		{"", 0, 9, time.Minute, 0, "CANCELLED"},
+		{"", 143, 0, time.Minute, hour, "CANCELLED"}, // the shell exited 128+SIGTERM after scancel
+		{"COMPLETING", 143, 0, time.Minute, hour, "CANCELLED"},
 		{"", 0, 15, hour, hour, "TIMEOUT"},
 		{"", 0, 0, hour + time.Minute, hour, "TIMEOUT"},
 		{"", 137, 0, hour, hour, "TIMEOUT"},
@@ -188,4 +190,24 @@ func FuzzEndFromEnv(f *testing.F) {
 		}
 		_ = DeriveState(e.SlurmState, e.Job.ExitCode, e.Job.Signal, e.Job.Duration(), time.Hour)
 	})
+}
+
+func TestFinishRecordsAShellKilledBySignalAsSlurmDoes(t *testing.T) {
+	tests := []struct {
+		code, sig         int
+		state             string
+		wantCode, wantSig int
+	}{
+		{143, 0, "", 0, 15},        // bash exited 128+SIGTERM after scancel
+		{0, 15, "", 0, 15},         // bash died of SIGTERM
+		{3, 0, "", 3, 0},           // a plain failure is kept as is
+		{143, 0, "FAILED", 143, 0}, // Slurm's own verdict wins and nothing is rewritten
+	}
+	for _, tt := range tests {
+		j := &store.Job{}
+		finish(j, &store.Job{ExitCode: tt.code, Signal: tt.sig}, tt.state)
+		if j.ExitCode != tt.wantCode || j.Signal != tt.wantSig {
+			t.Errorf("exit %d:%d (slurm %q) recorded as %d:%d (%s), want %d:%d", tt.code, tt.sig, tt.state, j.ExitCode, j.Signal, j.State, tt.wantCode, tt.wantSig)
+		}
+	}
 }

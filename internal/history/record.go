@@ -75,6 +75,11 @@ func recordEnd(st *store.Store, end *End) (*store.Job, *Submission, error) {
 func finish(j, end *store.Job, slurmState string) {
 	j.ExitCode, j.Signal = end.ExitCode, end.Signal
 	j.State = DeriveState(slurmState, j.ExitCode, j.Signal, j.Duration(), j.TimeLimit)
+	if (j.State == "CANCELLED" || j.State == "TIMEOUT") && j.Signal == 0 && j.ExitCode > 128 && j.ExitCode <= 128+15 {
+		// The shell exited 128+signal after the signal Slurm sent: record it
+		// the way Slurm's accounting does, as killed by that signal.
+		j.ExitCode, j.Signal = 0, j.ExitCode-128
+	}
 }
 
 // fillFromSubmission copies what only the submit hook saw onto a job.

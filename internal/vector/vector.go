@@ -129,3 +129,18 @@ func hash(field, value string) uint64 {
 // Hash64 returns the 64-bit feature hash of a key, for callers that block
 // records by a field.
 func Hash64(field, value string) uint64 { return hash(field, value) }
+
+// Slot returns the component a field=value feature is hashed to.
+func Slot(field, value string) int { return int(hash(field, value) % Dim) }
+
+// CosineWithout is Cosine with the components in skip left out of both
+// vectors: it compares what two jobs share besides the features hashed there.
+func CosineWithout(a, b *Vec, skip ...int) float32 {
+	x, y := *a, *b
+	for _, i := range skip {
+		if i >= 0 && i < Dim {
+			x[i], y[i] = 0, 0
+		}
+	}
+	return Cosine(&x, &y)
+}

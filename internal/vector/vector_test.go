@@ -36,6 +36,34 @@ func TestCosine(t *testing.T) {
 	}
 }
 
+func TestCosineWithout(t *testing.T) {
+	var a, b Builder
+	a.Add("user", "alice", 1)
+	a.Add("program", "train", 3)
+	b.Add("user", "alice", 1)
+	b.Add("program", "train", 3)
+	b.Add("class", "2", 1)
+	x, y := a.Vector(), b.Vector()
+	program := Slot("program", "train")
+	tests := []struct {
+		name     string
+		skip     []int
+		min, max float32
+	}{
+		{"nothing left out", nil, 0.9, 1},
+		{"shared program left out", []int{program}, 0.6, 0.8},
+		{"out-of-range slots ignored", []int{-1, Dim}, 0.9, 1},
+	}
+	for _, tc := range tests {
+		if got := CosineWithout(&x, &y, tc.skip...); got < tc.min || got > tc.max {
+			t.Errorf("%s: cosine %v, want in [%v, %v]", tc.name, got, tc.min, tc.max)
+		}
+	}
+	if x[program] == 0 {
+		t.Error("CosineWithout changed its argument")
+	}
+}
+
 func TestEmptyBuilder(t *testing.T) {
 	var b Builder
 	b.Add("user", "", 1)
