@@ -12,7 +12,11 @@ bin="$repo/bin/schedmate"
 work=$(mktemp -d /tmp/schedmate-demo.XXXXXX)
 chmod 755 "$work"
 
-step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+if [ -t 1 ] && [ -z "${NO_COLOR:-}" ]; then
+	step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+else
+	step() { printf '\n== %s\n' "$*"; }
+fi
 wait_done() { # wait until the jobs have left the queue
 	for _ in $(seq 1 240); do
 		[ -z "$(squeue -h -j "$1" -o %i 2>/dev/null)" ] && return 0
