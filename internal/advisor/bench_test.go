@@ -120,16 +120,7 @@ func BenchmarkRetrieval(b *testing.B) {
 // close; over 100k ended jobs.
 func BenchmarkSubmitPath(b *testing.B) {
 	path := benchStore(b, 100_000)
-	dir := b.TempDir()
-	for _, name := range []string{"train.sbatch", "train.py"} {
-		data, err := os.ReadFile(filepath.Join("testdata", "project", name))
-		if err != nil {
-			b.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
-			b.Fatal(err)
-		}
-	}
+	dir := copyProject(b)
 	req := SubmitRequest{Job: JobInfo{User: "user0001", WorkDir: dir}, Script: filepath.Join(dir, "train.sbatch")}
 	var lat []time.Duration
 	for b.Loop() {

@@ -24,16 +24,7 @@ func BenchmarkHookSubmitE2E(b *testing.B) {
 		b.Fatalf("build schedmate: %v\n%s", err, out)
 	}
 	dbPath := benchStore(b, 100_000)
-	dir := b.TempDir()
-	for _, name := range []string{"train.sbatch", "train.py"} {
-		data, err := os.ReadFile(filepath.Join("testdata", "project", name))
-		if err != nil {
-			b.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
-			b.Fatal(err)
-		}
-	}
+	dir := copyProject(b)
 	env := append(os.Environ(), "SCHEDMATE_STORE_PATH="+dbPath, "XDG_CONFIG_HOME="+b.TempDir())
 	args := []string{"hook", "submit", "--script-file", filepath.Join(dir, "train.sbatch"),
 		"--user", "user0001", "--uid", strconv.Itoa(os.Getuid()), "--workdir", dir,

@@ -13,7 +13,7 @@ import (
 )
 
 // copyProject copies testdata/project into a fresh directory.
-func copyProject(t *testing.T) string {
+func copyProject(t testing.TB) string {
 	t.Helper()
 	dir := t.TempDir()
 	for _, name := range []string{"train.sbatch", "train.py"} {
