@@ -107,7 +107,7 @@ func skipWrappers(toks []string, i int, l *launch) int {
 		t := toks[i]
 		base := filepath.Base(t)
 		switch {
-		case assignRe.MatchString(t):
+		case assignRe().MatchString(t):
 			i++
 		case wrappers[base]:
 			if base == "srun" || base == "mpirun" || base == "mpiexec" {

@@ -5,11 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 
 	"github.com/BurntSushi/toml"
+	"github.com/schedmate/schedmate/internal/lazyre"
 	"gopkg.in/yaml.v3"
 )
 
@@ -190,13 +190,13 @@ func scalarString(v any) string {
 }
 
 var (
-	pretrainedRe = regexp.MustCompile(`from_pretrained\(\s*["']([^"'\n]{1,200})["']`)
-	datasetRe    = regexp.MustCompile(`load_dataset\(\s*["']([^"'\n]{1,200})["'](?:\s*,\s*["']([^"'\n]{1,100})["'])?`)
-	timmRe       = regexp.MustCompile(`timm\.create_model\(\s*["']([^"'\n]{1,100})["']`)
-	visionRe     = regexp.MustCompile(`torchvision\.models\.([a-z][a-z0-9_]{1,60})\(`)
-	argumentRe   = regexp.MustCompile(`add_argument\(\s*["'](-{1,2}[A-Za-z][\w.-]{0,80})["']([^)\n]{0,400})`)
-	defaultRe    = regexp.MustCompile(`default\s*=\s*(?:["']([^"'\n]{0,200})["']|([\w.+-]{1,60}))`)
-	importRe     = regexp.MustCompile(`(?m)^\s*(?:import|from)\s+(megatron|deepspeed|lightning|pytorch_lightning|transformers|torch|jax|flax|tensorflow|keras|mxnet|paddle)\b`)
+	pretrainedRe = lazyre.New(`from_pretrained\(\s*["']([^"'\n]{1,200})["']`)
+	datasetRe    = lazyre.New(`load_dataset\(\s*["']([^"'\n]{1,200})["'](?:\s*,\s*["']([^"'\n]{1,100})["'])?`)
+	timmRe       = lazyre.New(`timm\.create_model\(\s*["']([^"'\n]{1,100})["']`)
+	visionRe     = lazyre.New(`torchvision\.models\.([a-z][a-z0-9_]{1,60})\(`)
+	argumentRe   = lazyre.New(`add_argument\(\s*["'](-{1,2}[A-Za-z][\w.-]{0,80})["']([^)\n]{0,400})`)
+	defaultRe    = lazyre.New(`default\s*=\s*(?:["']([^"'\n]{0,200})["']|([\w.+-]{1,60}))`)
+	importRe     = lazyre.New(`(?m)^\s*(?:import|from)\s+(megatron|deepspeed|lightning|pytorch_lightning|transformers|torch|jax|flax|tensorflow|keras|mxnet|paddle)\b`)
 )
 
 // frameworkRank orders imported frameworks, most specific first.
@@ -206,8 +206,8 @@ var frameworkRank = []string{"megatron", "deepspeed", "lightning", "pytorch_ligh
 // dataset names, timm/torchvision models and the framework imported.
 // Existing fields win.
 func fromPython(src string, meta map[string]string) {
-	for _, m := range argumentRe.FindAllStringSubmatch(src, 200) {
-		if d := defaultRe.FindStringSubmatch(m[2]); d != nil {
+	for _, m := range argumentRe().FindAllStringSubmatch(src, 200) {
+		if d := defaultRe().FindStringSubmatch(m[2]); d != nil {
 			val := d[1]
 			if val == "" {
 				val = d[2]
@@ -215,16 +215,16 @@ func fromPython(src string, meta map[string]string) {
 			setField(meta, m[1], val, false)
 		}
 	}
-	if m := pretrainedRe.FindStringSubmatch(src); m != nil {
+	if m := pretrainedRe().FindStringSubmatch(src); m != nil {
 		setField(meta, "model", m[1], false)
 	}
-	if m := timmRe.FindStringSubmatch(src); m != nil {
+	if m := timmRe().FindStringSubmatch(src); m != nil {
 		setField(meta, "model", m[1], false)
 	}
-	if m := visionRe.FindStringSubmatch(src); m != nil {
+	if m := visionRe().FindStringSubmatch(src); m != nil {
 		setField(meta, "model", m[1], false)
 	}
-	if m := datasetRe.FindStringSubmatch(src); m != nil {
+	if m := datasetRe().FindStringSubmatch(src); m != nil {
 		name := m[1]
 		if m[2] != "" {
 			name += "/" + m[2]
@@ -232,7 +232,7 @@ func fromPython(src string, meta map[string]string) {
 		setField(meta, "dataset", name, false)
 	}
 	found := map[string]bool{}
-	for _, m := range importRe.FindAllStringSubmatch(src, 100) {
+	for _, m := range importRe().FindAllStringSubmatch(src, 100) {
 		found[m[1]] = true
 	}
 	for _, fw := range frameworkRank {

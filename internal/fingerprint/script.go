@@ -2,8 +2,9 @@ package fingerprint
 
 import (
 	"path/filepath"
-	"regexp"
 	"strings"
+
+	"github.com/schedmate/schedmate/internal/lazyre"
 )
 
 // batchScript is what parseScript finds in a batch script.
@@ -210,7 +211,7 @@ func tokenize(s string) []string {
 	return toks
 }
 
-var varRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*|[0-9])\}|\$([A-Za-z_][A-Za-z0-9_]*|[0-9])`)
+var varRef = lazyre.New(`\$\{([A-Za-z_][A-Za-z0-9_]*|[0-9])\}|\$([A-Za-z_][A-Za-z0-9_]*|[0-9])`)
 
 // expand substitutes variables assigned earlier in the script; unknown ones
 // are left as written.
@@ -219,7 +220,7 @@ func expand(toks []string, vars map[string]string) []string {
 		if !strings.Contains(t, "$") {
 			continue
 		}
-		toks[i] = varRef.ReplaceAllStringFunc(t, func(m string) string {
+		toks[i] = varRef().ReplaceAllStringFunc(t, func(m string) string {
 			name := strings.Trim(m, "${}")
 			if v, ok := vars[name]; ok {
 				return v
@@ -230,11 +231,11 @@ func expand(toks []string, vars map[string]string) []string {
 	return toks
 }
 
-var assignRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*=`)
+var assignRe = lazyre.New(`^[A-Za-z_][A-Za-z0-9_]*=`)
 
 // assignment recognises a lone NAME=value command.
 func assignment(toks []string) (name, val string, ok bool) {
-	if len(toks) != 1 || !assignRe.MatchString(toks[0]) {
+	if len(toks) != 1 || !assignRe().MatchString(toks[0]) {
 		return "", "", false
 	}
 	name, val, _ = strings.Cut(toks[0], "=")

@@ -6,9 +6,10 @@ package logtext
 
 import (
 	"bytes"
-	"regexp"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/schedmate/schedmate/internal/lazyre"
 )
 
 // MaxLineBytes bounds the length of a cleaned line; longer lines are cut and
@@ -143,7 +144,7 @@ func CleanSegment(seg []byte) string {
 // rankPrefix matches the per-line prefixes that launchers add: "[rank3]:",
 // "[1,0]<stdout>:", "0: ", "node12: ", "[default0]:" and
 // "10.0.0.1: " style host prefixes.
-var rankPrefix = regexp.MustCompile(`^(?:\[\d+,\d+\]<std(?:out|err)>:\s?|\[(?:rank\s*\d+|default\d+|\d+)\]:?\s?|\d{1,5}:\s|[A-Za-z][A-Za-z0-9._-]{0,62}\d:\s|(?:\d{1,3}\.){3}\d{1,3}:\s)`)
+var rankPrefix = lazyre.New(`^(?:\[\d+,\d+\]<std(?:out|err)>:\s?|\[(?:rank\s*\d+|default\d+|\d+)\]:?\s?|\d{1,5}:\s|[A-Za-z][A-Za-z0-9._-]{0,62}\d:\s|(?:\d{1,3}\.){3}\d{1,3}:\s)`)
 
 // SplitRankPrefix separates a launcher prefix such as "[rank3]:" or "0: "
 // from the rest of the line. prefix is "" when the line has none.
@@ -155,7 +156,7 @@ func SplitRankPrefix(line string) (prefix, rest string) {
 	if c != '[' && (c < '0' || c > '9') && !(c >= 'a' && c <= 'z') && !(c >= 'A' && c <= 'Z') {
 		return "", line
 	}
-	loc := rankPrefix.FindStringIndex(line)
+	loc := rankPrefix().FindStringIndex(line)
 	if loc == nil {
 		return "", line
 	}

@@ -16,12 +16,11 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 
+	"github.com/schedmate/schedmate/internal/lazyre"
 	"github.com/schedmate/schedmate/internal/logtext"
 )
 
@@ -207,26 +206,20 @@ func (r *Result) FailedHosts() []string {
 	return sortedKeys(set)
 }
 
-// lazyRegexp returns a function that compiles pattern on its first call,
-// so that a process pays only for the patterns it uses.
-func lazyRegexp(pattern string) func() *regexp.Regexp {
-	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(pattern) })
-}
-
 var (
-	reRank       = lazyRegexp(`^#\s*Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?Pid\s+(\d+)\s+on\s+(\S+)\s+device\s+(\d+)\s+\[([^\]]*)\]\s*(.*)$`)
-	reStarting   = lazyRegexp(`^#\s*Collective test (?:starting|concluded):\s*(\w+?)_perf`)
-	rePerfName   = lazyRegexp(`\b(all_reduce|all_gather|alltoall|reduce_scatter|sendrecv|broadcast|reduce|gather|scatter|hypercube)_perf(?:_mpi)?\b`)
-	reVersion    = lazyRegexp(`^#\s*nccl-tests version\s+(\S+)`)
-	reOOB        = lazyRegexp(`^#\s*Out of bounds values\s*:\s*(\d+)\s*(OK|FAILED)?`)
-	reAvg        = lazyRegexp(`^#\s*Avg bus bandwidth\s*:\s*(\S+)`)
-	reNCCLLine   = lazyRegexp(`^(?:\[[^\]]*\]\s*)?(\S+?):(\d+):(\d+) \[\d+\] (?:(\S+) )?NCCL (INFO|WARN|ERROR|ABORT) ?(.*)$`)
-	reUnwind     = lazyRegexp(`^(?:\S+\.(?:cc|cu|h|c|cpp):\d+) -> (\d+)`)
-	reNRanks     = lazyRegexp(`\bnranks (\d+)\b`)
-	reTestFail   = lazyRegexp(`(?:^|\s)(?:(\S+): )?Test (NCCL|CUDA) failure\b`)
-	reTestFail2  = lazyRegexp(`\.\.\s+(\S+) pid (\d+): Test failure\b`)
-	reSrunError  = lazyRegexp(`^srun: error: (\S+): tasks? [\d,-]+: (?:Exited with exit code [1-9]|Killed|Segmentation|Aborted|Bus error|Terminated)`)
-	reAbort      = lazyRegexp(`MPI_ABORT was invoked|mpirun noticed that process rank|prterun noticed that process rank|mpirun has exited due to process rank|Primary job\s+terminated normally, but \d+ process(?:es)? returned|ORTE has lost communication|\*\*\* Process received signal \*\*\*|^terminate called after throwing|srun: error: .*(?:Exited with exit code [1-9]|Segmentation|Aborted|Bus error)`)
+	reRank       = lazyre.New(`^#\s*Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?Pid\s+(\d+)\s+on\s+(\S+)\s+device\s+(\d+)\s+\[([^\]]*)\]\s*(.*)$`)
+	reStarting   = lazyre.New(`^#\s*Collective test (?:starting|concluded):\s*(\w+?)_perf`)
+	rePerfName   = lazyre.New(`\b(all_reduce|all_gather|alltoall|reduce_scatter|sendrecv|broadcast|reduce|gather|scatter|hypercube)_perf(?:_mpi)?\b`)
+	reVersion    = lazyre.New(`^#\s*nccl-tests version\s+(\S+)`)
+	reOOB        = lazyre.New(`^#\s*Out of bounds values\s*:\s*(\d+)\s*(OK|FAILED)?`)
+	reAvg        = lazyre.New(`^#\s*Avg bus bandwidth\s*:\s*(\S+)`)
+	reNCCLLine   = lazyre.New(`^(?:\[[^\]]*\]\s*)?(\S+?):(\d+):(\d+) \[\d+\] (?:(\S+) )?NCCL (INFO|WARN|ERROR|ABORT) ?(.*)$`)
+	reUnwind     = lazyre.New(`^(?:\S+\.(?:cc|cu|h|c|cpp):\d+) -> (\d+)`)
+	reNRanks     = lazyre.New(`\bnranks (\d+)\b`)
+	reTestFail   = lazyre.New(`(?:^|\s)(?:(\S+): )?Test (NCCL|CUDA) failure\b`)
+	reTestFail2  = lazyre.New(`\.\.\s+(\S+) pid (\d+): Test failure\b`)
+	reSrunError  = lazyre.New(`^srun: error: (\S+): tasks? [\d,-]+: (?:Exited with exit code [1-9]|Killed|Segmentation|Aborted|Bus error|Terminated)`)
+	reAbort      = lazyre.New(`MPI_ABORT was invoked|mpirun noticed that process rank|prterun noticed that process rank|mpirun has exited due to process rank|Primary job\s+terminated normally, but \d+ process(?:es)? returned|ORTE has lost communication|\*\*\* Process received signal \*\*\*|^terminate called after throwing|srun: error: .*(?:Exited with exit code [1-9]|Segmentation|Aborted|Bus error)`)
 	knownDTypes  = map[string]int{"int8": 1, "uint8": 1, "char": 1, "int32": 4, "uint32": 4, "int": 4, "int64": 8, "uint64": 8, "half": 2, "float16": 2, "float": 4, "float32": 4, "double": 8, "float64": 8, "bfloat16": 2, "bf16": 2, "f8e4m3": 1, "f8e5m2": 1, "fp8_e4m3": 1, "fp8_e5m2": 1}
 	knownRedOps  = map[string]bool{"sum": true, "prod": true, "max": true, "min": true, "avg": true, "none": true, "mulsum": true, "premulsum": true}
 	integerTypes = map[string]bool{"int8": true, "uint8": true, "char": true, "int32": true, "uint32": true, "int": true, "int64": true, "uint64": true}
@@ -321,7 +314,7 @@ func looksBinary(b []byte) bool {
 // reTimestamp matches a leading log timestamp ("2024-05-01T10:00:00.123Z ",
 // "[2024-05-01 10:00:00] ") as kubectl --timestamps, journald exports and
 // log collectors add.
-var reTimestamp = lazyRegexp(`^\[?\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?\]?\s+`)
+var reTimestamp = lazyre.New(`^\[?\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?\]?\s+`)
 
 // stripWrappers removes launcher prefixes, timestamps, markdown quoting and
 // fences.

@@ -10,6 +10,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/schedmate/schedmate/internal/lazyre"
 	"github.com/schedmate/schedmate/internal/runner"
 )
 
@@ -28,16 +29,16 @@ var DefaultNodesCommand = []string{"srun", "--immediate=30", "-w", "{nodes}", "-
 // reExecFailed matches a launcher that could not start the binary on a
 // node ("slurmstepd: error: execve(): all_reduce_perf: No such file or
 // directory", "orted: ... not found").
-var reExecFailed = lazyRegexp(`(?m)^.*(?:execve\(\): .*: (?:No such file or directory|Permission denied)|mpirun was unable to find the specified executable|was unable to launch the specified application).*$`)
+var reExecFailed = lazyre.New(`(?m)^.*(?:execve\(\): .*: (?:No such file or directory|Permission denied)|mpirun was unable to find the specified executable|was unable to launch the specified application).*$`)
 
 // reNodesBusy matches srun giving up on an allocation or step the nodes
 // cannot take now ("srun: error: Unable to allocate resources: Requested
 // nodes are busy", "... Immediate execution impossible, insufficient
 // priority", "Unable to create step for job 7: Requested nodes are busy").
-var reNodesBusy = lazyRegexp(`(?m)^srun: error: Unable to (?:allocate resources|create (?:job )?step for job \d+): (?:Requested nodes are busy|Immediate execution impossible.*|Resource temporarily unavailable|Job violates accounting/QOS policy.*)\s*$`)
+var reNodesBusy = lazyre.New(`(?m)^srun: error: Unable to (?:allocate resources|create (?:job )?step for job \d+): (?:Requested nodes are busy|Immediate execution impossible.*|Resource temporarily unavailable|Job violates accounting/QOS policy.*)\s*$`)
 
 // reQueued matches srun waiting for nodes held by other jobs.
-var reQueued = lazyRegexp(`(?m)^srun: (?:job \d+ queued and waiting for resources|Job \d+ step creation temporarily disabled, retrying.*)\s*$`)
+var reQueued = lazyre.New(`(?m)^srun: (?:job \d+ queued and waiting for resources|Job \d+ step creation temporarily disabled, retrying.*)\s*$`)
 
 // DefaultTimeout bounds one nccl-tests run; hangs show only as silence.
 const DefaultTimeout = 10 * time.Minute

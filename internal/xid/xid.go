@@ -8,10 +8,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"regexp"
 	"strconv"
 	"strings"
 
+	"github.com/schedmate/schedmate/internal/lazyre"
 	"github.com/schedmate/schedmate/internal/logtext"
 )
 
@@ -124,13 +124,13 @@ func (e Event) Action() Action {
 }
 
 var (
-	reXid      = regexp.MustCompile(`NVRM: Xid \(PCI:([0-9A-Fa-f:.]+)(?: [^)]*)?\): (\d+),\s*(.*)$`)
-	rePID      = regexp.MustCompile(`^pid='?(<unknown>|\d+)'?,\s*`)
-	reName     = regexp.MustCompile(`^name=([^,]*),\s*`)
-	reCausedBy = regexp.MustCompile(`caused by previous Xid (\d+)`)
+	reXid      = lazyre.New(`NVRM: Xid \(PCI:([0-9A-Fa-f:.]+)(?: [^)]*)?\): (\d+),\s*(.*)$`)
+	rePID      = lazyre.New(`^pid='?(<unknown>|\d+)'?,\s*`)
+	reName     = lazyre.New(`^name=([^,]*),\s*`)
+	reCausedBy = lazyre.New(`caused by previous Xid (\d+)`)
 	// reXidShort is the short form NVIDIA documents for page retirement
 	// ("XID 63 Dynamic Page Retirement: ..."), without a PCI address.
-	reXidShort = regexp.MustCompile(`\bXID (\d+):? ([A-Z].*?)["”]?$`)
+	reXidShort = lazyre.New(`\bXID (\d+):? ([A-Z].*?)["”]?$`)
 )
 
 // ParseLine reads one kernel log line and reports whether it is an Xid.
@@ -138,9 +138,9 @@ var (
 // "NVRM: Xid (PCI:...): N, ..." text are ignored; the short documented form
 // "XID 63 Dynamic Page Retirement: ..." is read too, with an empty PCI.
 func ParseLine(line string) (Event, bool) {
-	m := reXid.FindStringSubmatch(line)
+	m := reXid().FindStringSubmatch(line)
 	if m == nil {
-		s := reXidShort.FindStringSubmatch(line)
+		s := reXidShort().FindStringSubmatch(line)
 		if s == nil {
 			return Event{}, false
 		}
@@ -152,18 +152,18 @@ func ParseLine(line string) (Event, bool) {
 	}
 	e := Event{PCI: strings.ToLower(m[1]), Code: code}
 	rest := m[3]
-	if p := rePID.FindStringSubmatch(rest); p != nil {
+	if p := rePID().FindStringSubmatch(rest); p != nil {
 		e.PID, _ = strconv.Atoi(p[1])
 		rest = rest[len(p[0]):]
 	}
-	if n := reName.FindStringSubmatch(rest); n != nil {
+	if n := reName().FindStringSubmatch(rest); n != nil {
 		if n[1] != "<unknown>" {
 			e.Process = n[1]
 		}
 		rest = rest[len(n[0]):]
 	}
 	e.Message = strings.TrimRight(strings.TrimSpace(rest), `"`)
-	if c := reCausedBy.FindStringSubmatch(e.Message); c != nil {
+	if c := reCausedBy().FindStringSubmatch(e.Message); c != nil {
 		e.CausedBy, _ = strconv.Atoi(c[1])
 	}
 	return e, true
