@@ -61,6 +61,9 @@ type scores struct {
 	noneN, noneOK               int
 	linesClassified, totalLines int
 	failures                    []string
+	// inexact lists the logs whose category, component or root line is
+	// not exactly the label.
+	inexact []string
 }
 
 func (s scores) precision() float64 { return ratio(s.tp, s.tp+s.fp) }
@@ -132,9 +135,13 @@ func evaluate(t *testing.T, logs []labeledLog) scores {
 				s.noneOK++
 			}
 		}
+		verdict := fmt.Sprintf("%s: want %s/%s@%d got %s/%s@%d %q", lg.name,
+			lg.category, lg.component, lg.rootLine, d.Category, d.Component, d.Line, truncate(d.Text, 100))
 		if !ok {
-			s.failures = append(s.failures, fmt.Sprintf("%s: want %s/%s@%d got %s/%s@%d %q", lg.name,
-				lg.category, lg.component, lg.rootLine, d.Category, d.Component, d.Line, truncate(d.Text, 100)))
+			s.failures = append(s.failures, verdict)
+		}
+		if d.Category != lg.category || d.Component != lg.component || d.Line != lg.rootLine {
+			s.inexact = append(s.inexact, verdict)
 		}
 	}
 	return s
@@ -268,4 +275,19 @@ func TestHoldoutCorpus(t *testing.T) {
 	h := evaluate(t, hard)
 	report(t, "holdout-embedded", h)
 	assertFloors(t, "holdout-embedded", h, floors{category: 0.8, f1: 0.85, component: 0.8, root: 0.8})
+}
+
+// TestRealRunsCorpus holds the logs of real failing runs to exact verdicts:
+// category, component and root line, alone and after 5000 progress lines.
+func TestRealRunsCorpus(t *testing.T) {
+	logs := readManifest(t, filepath.Join("testdata", "realruns"))
+	check := func(name string, s scores) {
+		t.Helper()
+		report(t, name, s)
+		for _, v := range s.inexact {
+			t.Errorf("%s: inexact verdict %s", name, v)
+		}
+	}
+	check("realruns", evaluate(t, logs))
+	check("realruns-embedded", evaluate(t, embed(logs, progressFiller(t, 5000))))
 }

@@ -183,15 +183,16 @@ func (l *locator) run() (*Diagnosis, error) {
 		return l.none(), nil
 	}
 	rootSig := ev.rootSig
-	// A cause stated earlier as a warning (driver mismatch, unsupported
-	// GPU architecture) is the root when it agrees with the cascade.
-	pre, preSig, err := l.findPrecursor(window[:start], windowStart)
+	// A cause stated before the cascade (a driver mismatch or unsupported
+	// GPU architecture warned about, a device-side assertion) is the root
+	// when it explains the cascade.
+	pre, preSig, err := l.findPrecursor(window[:start], windowStart, rootSig)
 	if err != nil {
 		return nil, err
 	}
 	var rootEntry entry
 	var context []entry
-	if preSig != nil && (rootSig.tier == symptom || preSig.category == rootSig.category) {
+	if preSig != nil {
 		ev.add(preSig.name)
 		rootSig = preSig
 		rootEntry = pre
@@ -382,8 +383,9 @@ func (e *evidence) add(name string) {
 }
 
 // chooseRoot picks the root line in w[start..last]: the earliest line of the
-// highest tier (cause over generic error over symptom). It returns -1 when
-// the cascade holds nothing that reports a failure.
+// highest tier (cause over generic error over symptom), except that a GPU
+// hardware fault outranks a device-side assertion printed before it. It
+// returns -1 when the cascade holds nothing that reports a failure.
 func chooseRoot(w []entry, start, last int) (int, *evidence) {
 	ev := &evidence{names: []string{}}
 	root, best := -1, tier(0)
@@ -430,7 +432,7 @@ func chooseRoot(w []entry, start, last int) (int, *evidence) {
 			ev.add(s.name)
 			ev.categories = append(ev.categories, s.category)
 		}
-		if s.tier > best {
+		if s.tier > best || s.tier == best && s.role == hardware && rootSig.role == deviceAssert {
 			root, best, rootSig = i, s.tier, s
 		}
 	}
@@ -453,10 +455,11 @@ func lineShape(text string) string {
 	return digits().ReplaceAllLiteralString(text, "0")
 }
 
-// findPrecursor looks for a cause printed as a warning before the cascade:
-// in the window lines before it and in the head of the file.
-func (l *locator) findPrecursor(before []entry, windowStart int64) (entry, *signature, error) {
-	if e, s := firstPrecursor(before); s != nil {
+// findPrecursor looks for a cause printed before the cascade that explains
+// its root signature: in the window lines before it and in the head of the
+// file.
+func (l *locator) findPrecursor(before []entry, windowStart int64, root *signature) (entry, *signature, error) {
+	if e, s := firstPrecursor(before, root); s != nil {
 		return e, s, nil
 	}
 	if windowStart == 0 {
@@ -467,18 +470,28 @@ func (l *locator) findPrecursor(before []entry, windowStart int64) (entry, *sign
 	if err != nil {
 		return entry{}, nil, err
 	}
-	e, s := firstPrecursor(head)
+	e, s := firstPrecursor(head, root)
 	return e, s, nil
 }
 
-func firstPrecursor(w []entry) (entry, *signature) {
+// firstPrecursor returns the first error or warning line of w that states a
+// precursor explaining root.
+func firstPrecursor(w []entry, root *signature) (entry, *signature) {
 	for _, e := range w {
 		if e.class != logclass.Error && e.class != logclass.Warning {
 			continue
 		}
-		if s := matchSignature(e.text); s != nil && s.precursor {
+		if s := matchSignature(e.text); s != nil && s.precursor && explains(s, root) {
 			return e, s
 		}
 	}
 	return entry{}, nil
+}
+
+// explains reports whether a precursor is the cause of a cascade whose root
+// has signature root: it agrees with the root's category, or the root is
+// only a symptom, or the root is a CUDA error reported after a kernel's
+// device-side assertion.
+func explains(pre, root *signature) bool {
+	return root.tier == symptom || pre.category == root.category || pre.role == deviceAssert && root.role == asyncCUDA
 }

@@ -173,6 +173,8 @@ func FuzzDiagnose(f *testing.F) {
 	f.Add([]byte("RuntimeError: CUDA error: uncorrectable ECC error encountered\n"))
 	f.Add([]byte(progressLines(5) + "NameError: name 'x' is not defined"))
 	f.Add([]byte("\r\r\n\x1b[31m\xff\xfeerror\n"))
+	f.Add([]byte(progressLines(2) + assertLine(7) + progressLines(3) + cublasTraceback))
+	f.Add([]byte(assertLine(0) + eccError))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		file, err := logtext.NewFile(bytes.NewReader(data), int64(len(data)), "fuzz.log")
 		if err != nil {
@@ -191,4 +193,85 @@ func FuzzDiagnose(f *testing.F) {
 			t.Fatalf("category %s with line %d", d.Category, d.Line)
 		}
 	})
+}
+
+// assertLine returns the line a CUDA kernel prints for one thread whose
+// device-side assertion failed.
+func assertLine(thread int) string {
+	return fmt.Sprintf("../aten/src/ATen/native/cuda/Indexing.cu:1289: indexSelectLargeIndex: block: [160,0,0], thread: [%d,0,0] Assertion `srcIndex < srcSelectDimSize` failed.\n", thread)
+}
+
+func repeatLines(n int, line func(int) string) string {
+	var b strings.Builder
+	for i := range n {
+		b.WriteString(line(i))
+	}
+	return b.String()
+}
+
+const (
+	cublasTraceback = "Traceback (most recent call last):\n  File \"train.py\", line 57, in loop\n    loss.backward()\n" +
+		"RuntimeError: CUDA error: CUBLAS_STATUS_EXECUTION_FAILED when calling `cublasGemmEx( handle, opa, opb, m, n, k, &falpha, a, CUDA_R_16BF, lda, b, CUDA_R_16BF, ldb, &fbeta, c, CUDA_R_16BF, ldc, compute_type, CUBLAS_GEMM_DEFAULT_TENSOR_OP)`\n"
+	assertTriggered = "RuntimeError: CUDA error: device-side assert triggered\n" +
+		"CUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace below might be incorrect.\n" +
+		"For debugging consider passing CUDA_LAUNCH_BLOCKING=1\n" +
+		"Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.\n"
+	illegalAccess = "RuntimeError: CUDA error: an illegal memory access was encountered\n"
+	eccError      = "RuntimeError: CUDA error: uncorrectable ECC error encountered\n"
+)
+
+func TestDeviceSideAssertions(t *testing.T) {
+	tests := []struct {
+		name      string
+		log       string
+		category  Category
+		component string
+		line      int
+	}{
+		{"cublas failure after the assertion", progressLines(3) + repeatLines(3, assertLine) + cublasTraceback, Script, "", 4},
+		{"assert triggered after many threads", progressLines(3) + repeatLines(64, assertLine) + assertTriggered, Script, "", 4},
+		{"illegal access after other ranks' progress", progressLines(3) + "[rank0]: " + assertLine(0) +
+			progressLines(5) + "[rank0]: " + illegalAccess, Script, "", 4},
+		{"hip assertion", progressLines(2) + "/pytorch/aten/src/ATen/native/hip/Indexing.hip:1292: indexSelectLargeIndex: Device-side assertion `srcIndex < srcSelectDimSize' failed.\n" +
+			"RuntimeError: HIP error: device-side assert triggered\n", Script, "", 3},
+		{"host error alone", progressLines(2) + assertTriggered, Script, "", 3},
+		{"ecc fault after the assertion stays gpu", progressLines(2) + assertLine(0) + eccError, Infrastructure, ComponentGPU, 4},
+		{"ecc fault before the assertion stays gpu", progressLines(2) + eccError + assertLine(0) + assertTriggered, Infrastructure, ComponentGPU, 3},
+		{"xid after progress stays gpu", progressLines(2) + assertLine(0) + progressLines(5) + "NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, GPU has fallen off the bus.\n", Infrastructure, ComponentGPU, 9},
+		{"illegal access alone stays framework", progressLines(2) + illegalAccess + "Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.\n", Framework, "", 3},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := diagnoseBytes(t, []byte(tt.log), DefaultOptions())
+			if d.Category != tt.category || d.Component != tt.component || d.Line != tt.line {
+				t.Errorf("got %s/%s@%d %q (evidence %v), want %s/%s@%d", d.Category, d.Component, d.Line, d.Text, d.Evidence, tt.category, tt.component, tt.line)
+			}
+		})
+	}
+}
+
+func TestDeviceAssertSignature(t *testing.T) {
+	tests := []struct {
+		text string
+		want bool
+	}{
+		{"/pytorch/aten/src/ATen/native/cuda/Loss.cu:245: nll_loss_forward_reduce_cuda_kernel_2d: block: [0,0,0], thread: [7,0,0] Assertion `t >= 0 && t < n_classes` failed.", true},
+		{"/pytorch/aten/src/ATen/native/cuda/IndexKernel.cu:94: operator(): block: [0,0,0], thread: [3,0,0] Assertion `-sizes[i] <= index && index < sizes[i] && \"index out of bounds\"` failed.", true},
+		{"/pytorch/aten/src/ATen/native/cuda/ScatterGatherKernel.cu:367: operator(): block: [0,0,0], thread: [12,0,0] Assertion `idx_dim >= 0 && idx_dim < index_size && \"index out of bounds\"` failed.", true},
+		{"/pytorch/aten/src/ATen/native/cuda/EmbeddingBag.cu:143: EmbeddingBag_updateOutputKernel_sum_mean: block: [2,0,0], thread: [0,1,0] Assertion `input[emb] < numRows` failed.", true},
+		{"/pytorch/aten/src/THC/THCTensorIndex.cu:361: void indexSelectLargeIndex(TensorInfo<T, IndexType>, TensorInfo<long, IndexType>, int, int, IndexType, long) [with T = float, IndexType = unsigned int, DstDim = 2]: block: [179,0,0], thread: [96,0,0] Assertion `srcIndex < srcSelectDimSize` failed.", true},
+		{"/tmp/torchinductor_u/ab/cab.py:21: unknown: block: [41, 0, 0], thread: [32, 0, 0] Assertion `index out of bounds: 0 <= tmp4 < 32000` failed.", true},
+		{"/pytorch/aten/src/ATen/native/hip/Indexing.hip:1292: indexSelectLargeIndex: Device-side assertion `srcIndex < srcSelectDimSize' failed.", true},
+		{"RuntimeError: CUDA error: device-side assert triggered", true},
+		{"Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.", false},
+		{"AssertionError: t >= 0 && t < n_classes failed", false},
+		{"Assertion `x` failed.", false},
+		{"RuntimeError: CUDA error: uncorrectable ECC error encountered", false},
+	}
+	for _, tt := range tests {
+		s := matchSignature(tt.text)
+		if got := s != nil && s.role == deviceAssert; got != tt.want {
+			t.Errorf("matchSignature(%q) = %v, want device-side assertion %v", tt.text, s, tt.want)
+		}
+	}
 }

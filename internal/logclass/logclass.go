@@ -68,6 +68,23 @@ var (
 	progressCounter = lazyRegexp(`(?i)(?:\b|_)(?:iter(?:ation)?s?|steps?|epoch|batch|global_step)\b\s*[:=\[#(]?\s*\d+|'epoch':|'step':|\[\d+/\d+\]|\bEpoch\s*\[?\d+`)
 )
 
+// DeviceAssertionPattern matches the line a GPU kernel prints when one of
+// its device-side assertions fails, for each failing thread: CUDA's
+// "<file>.cu:<n>: <kernel>: block: [x,y,z], thread: [x,y,z] Assertion
+// `<condition>` failed." and HIP's "<file>.hip:<n>: <kernel>: Device-side
+// assertion `<condition>' failed.". The kernel part may hold spaces,
+// brackets and colons (templated kernels), so the pattern keys on the
+// fixed text after it.
+const DeviceAssertionPattern = "block: \\[\\d+, ?\\d+, ?\\d+\\], thread: \\[\\d+, ?\\d+, ?\\d+\\] Assertion `.*` failed|Device-side assertion `.*' failed"
+
+var deviceAssertion = lazyRegexp(DeviceAssertionPattern)
+
+// isDeviceAssertion reports whether a line (without launcher prefix) is a
+// failed device-side assertion of a GPU kernel.
+func isDeviceAssertion(s string) bool {
+	return strings.Contains(s, "ssertion `") && deviceAssertion().MatchString(s)
+}
+
 // maxMatchBytes bounds how much of a line the rules look at; what a line
 // says about errors and progress sits at its start.
 const maxMatchBytes = 1024
@@ -133,6 +150,10 @@ func IsError(s string) bool {
 	lower := strings.ToLower(s)
 	if !hasAny(lower, errorHints) && !glogError(s) && !strings.HasPrefix(s, "[E") {
 		return false
+	}
+	if isDeviceAssertion(s) {
+		// its condition is arbitrary code that may look like progress
+		return true
 	}
 	if warningClass().MatchString(s) {
 		return false

@@ -28,6 +28,10 @@ func TestLine(t *testing.T) {
 		{"iteration     1200/  100000 | elapsed time per iteration (ms): 912.4 | lm loss: 3.41", Progress},
 		{"1875/1875 [==============================] - 29s 15ms/step - loss: 0.29", Progress},
 		{"Epoch: [2]  [1200/5004]  eta: 0:41:02  lr: 0.001000  loss: 2.8131", Progress},
+		{"/pytorch/aten/src/ATen/native/cuda/Loss.cu:245: nll_loss_forward_reduce_cuda_kernel_2d: block: [0,0,0], thread: [7,0,0] Assertion `t >= 0 && t < n_classes` failed.", Error},
+		{"[rank0]: /pytorch/aten/src/ATen/native/cuda/Loss.cu:250: nll_loss_forward_kernel: block: [0,0,0], thread: [1,0,0] Assertion `t < steps[0]` failed.", Error},
+		{"/pytorch/aten/src/ATen/native/hip/Indexing.hip:1292: indexSelectLargeIndex: Device-side assertion `srcIndex < srcSelectDimSize' failed.", Error},
+		{"Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.", Other},
 		{"INFO:root:Loading config from configs/errors/base.yaml", Other},
 		{"Saving model checkpoint to ./out", Other},
 		{"", Other},
@@ -59,6 +63,8 @@ func TestChunk(t *testing.T) {
 func FuzzLine(f *testing.F) {
 	f.Add([]byte("RuntimeError: x"))
 	f.Add([]byte("\x1b[31m 50%|##| 1/2 [00:01<00:01, 1.0it/s]\r"))
+	f.Add([]byte("Loss.cu:245: k: block: [0,0,0], thread: [7,0,0] Assertion `t < steps[0]` failed."))
+	f.Add([]byte("Indexing.hip:1292: k: Device-side assertion `srcIndex < n' failed."))
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		c := Line(logtext.Clean(raw))
 		if c < Other || c > Error {
