@@ -12,11 +12,13 @@ DataLoader, torchrun), so the log holds the genuine error text:
     rank-keyerror   rank 1 of two (gloo) raises a KeyError mid-run under torchrun
     disk-full       a checkpoint written to a full filesystem (--ckpt-dir on a small tmpfs)
     shm-full        DataLoader workers passing batches through a /dev/shm that is full
+    store-timeout   rank 1 of two connecting to a MASTER_ADDR that never answers
 
     python3 fail.py --kind oom > oom.log 2>&1
 """
 
 import argparse
+import datetime
 import os
 import signal
 
@@ -91,6 +93,9 @@ def main():
         dist.init_process_group("nccl")
         torch.cuda.set_device(0)
         loop(args.kind, "cuda:0")
+    elif args.kind == "store-timeout":
+        print(f"rank {os.environ['RANK']}: joining {os.environ['MASTER_ADDR']}:{os.environ['MASTER_PORT']}", flush=True)
+        dist.init_process_group("nccl", timeout=datetime.timedelta(seconds=20))
     elif args.kind == "rank-keyerror":
         dist.init_process_group("gloo")
         loop(args.kind, "cuda", steps=40)

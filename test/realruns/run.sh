@@ -74,6 +74,7 @@ if want sample; then
 fi
 
 train lightning 'it/s|s/it' 150 python3 train.py --style lightning --steps 400 --truth "$dest/lightning.truth.json"
+train lightning-epochs 'it/s|s/it' 250 python3 train.py --style lightning-epochs --steps 400 --truth "$dest/lightning-epochs.truth.json"
 train lightning-tqdm 'it/s|s/it' 150 python3 train.py --style lightning-tqdm --steps 400 --truth "$dest/lightning-tqdm.truth.json"
 train hf-accum "'loss'" 15 python3 train.py --style hf-accum --steps 300 --truth "$dest/hf-accum.truth.json"
 train pylogging ' step ' 15 python3 train.py --style pylogging --steps 300 --truth "$dest/pylogging.truth.json"
@@ -97,6 +98,8 @@ done
 for kind in dup-gpu rank-keyerror; do
 	fail "$kind" env NCCL_DEBUG=WARN torchrun --standalone --nproc_per_node 2 fail.py --kind "$kind"
 done
+fail store-timeout env RANK=1 WORLD_SIZE=2 LOCAL_RANK=0 MASTER_ADDR=10.255.255.1 MASTER_PORT=29500 python3 fail.py --kind store-timeout
+fail rdzv-timeout timeout 150 torchrun --nnodes 2 --nproc_per_node 1 --rdzv-backend c10d --rdzv-endpoint 10.255.255.1:29400 --rdzv-id job7 fail.py --kind missing-data
 fail bad-arg python3 train.py --style hf --truth "$work/unused.json" --lr 1e-4
 # A checkpoint filesystem that is full, and a /dev/shm too small for the
 # DataLoader's batches (both real tmpfs limits; needs root).

@@ -138,7 +138,8 @@ def run_lightning(args, clock):
         def configure_optimizers(self):
             return torch.optim.AdamW(self.parameters(), lr=3e-4)
 
-    loader = torch.utils.data.DataLoader(RandomTokens(args.steps * 16), batch_size=16, num_workers=2)
+    epochs = 4 if args.style == "lightning-epochs" else 1
+    loader = torch.utils.data.DataLoader(RandomTokens(args.steps * 16 // epochs), batch_size=16, num_workers=2)
     val = torch.utils.data.DataLoader(RandomTokens(16 * 20), batch_size=16, num_workers=2)
     trainer = pl.Trainer(
         max_steps=args.steps,
@@ -147,9 +148,9 @@ def run_lightning(args, clock):
         precision="bf16-mixed",
         logger=False,
         enable_checkpointing=False,
-        val_check_interval=args.steps // 2,
+        val_check_interval=args.steps // 2 if epochs == 1 else 1.0,
         log_every_n_steps=10,
-        callbacks=[TQDMProgressBar()] if args.style == "lightning-tqdm" else None,
+        callbacks=[TQDMProgressBar()] if args.style != "lightning" else None,
     )
     trainer.fit(Module(), loader, val)
 
@@ -226,6 +227,7 @@ def run_pylogging(args, clock):
 STYLES = {
     "hf-accum": run_hf,
     "lightning-tqdm": run_lightning,
+    "lightning-epochs": run_lightning,
     "pylogging": run_pylogging,
     "hf": run_hf,
     "hf-eval": run_hf,
