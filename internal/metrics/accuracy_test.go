@@ -82,9 +82,17 @@ func readManifest(t *testing.T, path string) []truthRow {
 	return rows
 }
 
+// scored is one labelled log with its report and whether its step time is
+// within the accepted range.
+type scored struct {
+	row truthRow
+	rep *Report
+	ok  bool
+}
+
 // scoreCorpus extracts every log of a manifest, prints a table and returns
-// the fraction of correct step times.
-func scoreCorpus(t *testing.T, dir string) float64 {
+// the scored rows.
+func scoreCorpus(t *testing.T, dir string) []scored {
 	t.Helper()
 	rows := readManifest(t, filepath.Join(dir, "manifest.tsv"))
 	if len(rows) == 0 {
@@ -92,29 +100,43 @@ func scoreCorpus(t *testing.T, dir string) float64 {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "\n%-46s %10s %10s %-11s %8s %8s %s\n", "file", "truth_s", "got_s", "source", "step", "total", "ok")
-	ok := 0
+	var res []scored
+	good := 0
 	for _, row := range rows {
 		rep, err := ExtractFile(filepath.Join(dir, row.file), Options{})
 		if err != nil {
 			t.Fatalf("%s: %v", row.file, err)
 		}
-		good := false
-		switch {
-		case row.stepTime == nil:
-			good = rep.StepTimeS == nil
-		case rep.StepTimeS != nil:
-			good = *rep.StepTimeS >= row.lo && *rep.StepTimeS <= row.hi
+		r := scored{row: row, rep: rep, ok: row.accepts(rep.StepTimeS)}
+		if r.ok {
+			good++
 		}
-		if good {
-			ok++
-		}
+		res = append(res, r)
 		fmt.Fprintf(&b, "%-46s %10s %10s %-11s %8s %8s %v\n", trimName(row.file), fmtPtr(row.stepTime), fmtPtr(rep.StepTimeS),
-			rep.Source, fmtInt(rep.Step)+"/"+row.step, fmtInt(rep.TotalSteps)+"/"+row.total, good)
+			rep.Source, fmtInt(rep.Step)+"/"+row.step, fmtInt(rep.TotalSteps)+"/"+row.total, r.ok)
 	}
-	rate := float64(ok) / float64(len(rows))
-	fmt.Fprintf(&b, "step time correct: %d/%d = %.1f%%\n", ok, len(rows), 100*rate)
+	fmt.Fprintf(&b, "step time correct: %d/%d = %.1f%%\n", good, len(rows), 100*correctRate(res))
 	t.Log(b.String())
-	return rate
+	return res
+}
+
+// accepts reports whether a step time (nil = unknown) is the row's truth.
+func (row truthRow) accepts(got *float64) bool {
+	if row.stepTime == nil || got == nil {
+		return row.stepTime == nil && got == nil
+	}
+	return *got >= row.lo && *got <= row.hi
+}
+
+// correctRate is the fraction of rows whose step time is correct.
+func correctRate(res []scored) float64 {
+	good := 0
+	for _, r := range res {
+		if r.ok {
+			good++
+		}
+	}
+	return float64(good) / float64(len(res))
 }
 
 func trimName(s string) string {
@@ -140,13 +162,32 @@ func fmtInt(v *int64) string {
 
 func TestAccuracySharedSteptime(t *testing.T) {
 	dir := shareddata.Dir(t, "steptime")
-	if rate := scoreCorpus(t, dir); rate < 0.95 {
+	if rate := correctRate(scoreCorpus(t, dir)); rate < 0.95 {
 		t.Errorf("step time accuracy %.1f%% on the shared set, want >= 95%%", 100*rate)
 	}
 }
 
 func TestAccuracyHoldout(t *testing.T) {
-	if rate := scoreCorpus(t, filepath.Join("testdata", "holdout")); rate < 0.95 {
+	if rate := correctRate(scoreCorpus(t, filepath.Join("testdata", "holdout"))); rate < 0.95 {
 		t.Errorf("step time accuracy %.1f%% on the holdout set, want >= 95%%", 100*rate)
+	}
+}
+
+// TestAccuracyRealRuns holds every log of real training runs, whose step
+// time was measured inside the training process, to its truth: the step
+// time within 10%, and the step and total where the manifest gives them.
+func TestAccuracyRealRuns(t *testing.T) {
+	for _, r := range scoreCorpus(t, filepath.Join("testdata", "realruns")) {
+		t.Run(r.row.file, func(t *testing.T) {
+			if !r.ok {
+				t.Errorf("step time = %s, want %s (%.4g-%.4g)", fmtPtr(r.rep.StepTimeS), fmtPtr(r.row.stepTime), r.row.lo, r.row.hi)
+			}
+			if got := fmtInt(r.rep.Step); r.row.step != "" && got != r.row.step {
+				t.Errorf("step = %s, want %s", got, r.row.step)
+			}
+			if got := fmtInt(r.rep.TotalSteps); r.row.total != "" && got != r.row.total {
+				t.Errorf("total = %s, want %s", got, r.row.total)
+			}
+		})
 	}
 }

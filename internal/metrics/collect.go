@@ -26,6 +26,13 @@ type collector struct {
 	// the bar above is an unfinished, longer bar; else the training loop.
 	nested      []sample
 	nestedTotal int64
+	// closing is set while the newest training sample is the line a tqdm
+	// bar printed when it closed and the updates before it are read.
+	// closeRates are their rates, one per step, newest first; closeStep
+	// is the step of the oldest of them, at first the close line's.
+	closing    bool
+	closeRates []float64
+	closeStep  int64
 }
 
 func (c *collector) full() bool { return len(c.samples) >= c.opts.ProgressLines }
@@ -38,6 +45,9 @@ func (c *collector) add(text string, nested bool) {
 	}
 	info := parseLine(text)
 	s := info.s
+	if c.closing && strings.TrimSpace(text) != "" {
+		c.beforeClose(info)
+	}
 	if nested && len(c.samples) == 0 && info.progress && s.bar && s.hasStep && unnamed(s.desc) &&
 		(c.nestedTotal == 0 || c.nestedTotal == s.total) {
 		c.nestedTotal = s.total
@@ -57,7 +67,48 @@ func (c *collector) add(text string, nested bool) {
 		c.addOther(text, info)
 		return
 	}
+	newest := len(c.samples) == 0
 	c.addSample(s)
+	if newest && len(c.samples) == 1 {
+		c.closing, c.closeStep = tqdmClose(s), s.step
+	}
+}
+
+// tqdmClose reports whether s may be the line tqdm prints when a bar
+// closes: its counter at the total, with a rate.
+func tqdmClose(s sample) bool {
+	return s.tqdm && s.timeKind == kindRate && s.total > 0 && s.step == s.total
+}
+
+// barReadings is how many steps of a bar's last updates its close line
+// takes the median rate of.
+const barReadings = 5
+
+// beforeClose reads a line printed before the newest sample, a tqdm bar's
+// close line. tqdm's close() shows the average rate of the whole run,
+// start-up included, where each update showed a smoothed recent rate; and
+// one slow interval at the end, such as a last step that also logs, still
+// swings that. So the close line takes the median rate of the bar's last
+// updates, one per step: from the update printed just before it (at the
+// total, or below it where updates came faster than tqdm's mininterval),
+// across log records but not across another bar, such as an evaluation.
+// A close line after a start line without a rate keeps its own.
+func (c *collector) beforeClose(info lineInfo) {
+	u, last := info.s, &c.samples[0]
+	switch {
+	case info.progress && u.tqdm && u.timeKind == kindRate && !u.eval && u.total == last.total && u.step <= c.closeStep:
+		if len(c.closeRates) == 0 || u.step < c.closeStep {
+			c.closeRates = append(c.closeRates, u.stepTime)
+			c.closeStep = u.step
+			last.stepTime = median(append([]float64(nil), c.closeRates...))
+		}
+		if len(c.closeRates) < barReadings {
+			return
+		}
+	case len(c.closeRates) > 0 && !u.bar:
+		return // a log record between two updates
+	}
+	c.closing = false
 }
 
 // addOther notes what a line that is not progress says: an error, an
@@ -172,12 +223,9 @@ func (c *collector) report(head func() []string) *Report {
 			break
 		}
 	}
-	for _, s := range c.samples {
-		if s.tput > 0 {
-			v := s.tput
-			rep.Throughput, rep.ThroughputUnit = &v, s.tputUnit
-			break
-		}
+	if s, ok := c.newestThroughput(); ok {
+		v := s.tput
+		rep.Throughput, rep.ThroughputUnit = &v, s.tputUnit
 	}
 	best := c.bestEstimate(getSettings)
 	if best.kind == kindNone {
@@ -215,30 +263,30 @@ func (c *collector) bestEstimate(getSettings func() *settings) estimate {
 			best = e
 		}
 	}
-	for _, k := range []kind{kindExplicit, kindRate} {
-		var e estimate
-		for _, s := range c.samples {
-			if s.timeKind == k {
-				if e.kind == kindNone {
-					e.value, e.kind = s.stepTime, k
+	// A printed time or rate of a step beats one of a whole-run summary.
+	for _, summary := range []bool{false, true} {
+		for _, k := range []kind{kindExplicit, kindRate} {
+			var e estimate
+			for _, s := range c.samples {
+				if s.timeKind == k && s.summary == summary {
+					if e.kind == kindNone {
+						e.value, e.kind = s.stepTime, k
+					}
+					e.series = append(e.series, s.stepTime)
 				}
-				e.series = append(e.series, s.stepTime)
 			}
-		}
-		reverse(e.series)
-		consider(e)
-		if best.kind != kindNone {
-			return best
+			reverse(e.series)
+			consider(e)
+			if best.kind != kindNone {
+				return best
+			}
 		}
 	}
 	consider(c.slopeEstimate())
 	if best.kind == kindTimestamp {
 		return best
 	}
-	for _, s := range c.samples {
-		if s.tput <= 0 {
-			continue
-		}
+	if s, ok := c.newestThroughput(); ok {
 		set := getSettings()
 		per := set.samplesPerStep
 		if s.tputUnit == "tokens/s" || s.tputUnit == "words/s" {
@@ -247,7 +295,6 @@ func (c *collector) bestEstimate(getSettings func() *settings) estimate {
 		if per > 0 {
 			consider(estimate{value: per / s.tput, kind: kindThroughput})
 		}
-		break
 	}
 	for _, s := range c.samples {
 		if s.hasETA && s.hasStep && s.total > s.step {
@@ -257,6 +304,19 @@ func (c *collector) bestEstimate(getSettings func() *settings) estimate {
 	}
 	consider(c.differenced(kindClock, func(s sample) (float64, bool) { return s.clock, s.hasClock }))
 	return best
+}
+
+// newestThroughput returns the newest sample with a throughput, one of a
+// whole-run summary only when no other has one.
+func (c *collector) newestThroughput() (sample, bool) {
+	for _, summary := range []bool{false, true} {
+		for _, s := range c.samples {
+			if s.tput > 0 && s.summary == summary {
+				return s, true
+			}
+		}
+	}
+	return sample{}, false
 }
 
 // slopeEstimate reads the step time from line timestamps: the newest pair

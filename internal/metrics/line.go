@@ -49,8 +49,13 @@ type sample struct {
 	eta      float64 // remaining seconds
 	hasETA   bool
 	bar      bool // a tqdm/Keras style bar
+	tqdm     bool // a tqdm bar: "[elapsed<remaining, rate]"
 	desc     string
 	eval     bool
+	// summary is set on a line that sums up a whole run or epoch (HF
+	// "train_runtime", "Total time: ... (0.17 s / it)"): its figures are
+	// averages that include start-up, evaluation and checkpoints.
+	summary bool
 }
 
 // lineInfo is the result of parsing one cleaned line.
@@ -96,6 +101,7 @@ var (
 	reStepKey   = lazyRegexp(`(?i)` + keyStart + `(global_step|num_updates|iteration|iter|step|steps|update|batch)(?:\s*\((\w+)\))?['"]?\s*[:=]?\s*['"]?\s*(\d+)(\.\d+)?([kKM])?(?:\s*(?:/|of)\s*(\d+(?:\.\d+)?)([kKM])?)?`)
 	reBracket   = lazyRegexp(`\[\s*(\d+)\s*/\s*(\d+)\s*(?:\(\s*\d+%\s*\)\s*)?\]`)
 	reBar       = lazyRegexp(`(?:^|[\s|])(\d+)/(\d+)\s*(?:\[|[━=\-.>─]{3}|\|)`)
+	reRichBar   = lazyRegexp(`[━╸╺]{3,}\s*(\d+)/(\d+)(?:\s|$)`) // Rich: the counter follows the bar
 	reLoss      = lazyRegexp(`(?i)` + keyStart + `([a-z_/ ]{0,20}?loss)['"]?\s*[:=]?\s*['"]?\s*(-?` + num[1:])
 	reTput      = lazyRegexp(`(?i)` + keyStart + `(tps|wps|tok/s|tokens/s|tokens_per_sec\w*|tokens_per_second|tokens/sec|samples/s|samples/sec|samples_per_sec\w*|samples_per_second|train_samples_per_second|CurrSamplesPerSec|throughput|img/s|images/s)['"]?\s*[:=]?\s*['"]?\s*(\d[\d,]*(?:\.\d+)?)\s*([kKM])?`)
 	reTputVal   = lazyRegexp(`(?i)(\d[\d,]*(?:\.\d+)?)\s*([kKM])?\s*(tokens/s|tok/s|tokens/sec|samples/s|samples/sec|img/s|images/s|imgs/s|examples/s|sequences/s|seq/s)\b`)
@@ -130,7 +136,7 @@ func parseLine(text string) lineInfo {
 	}
 
 	if m := findIf(strings.Contains(text, "<"), reTqdm(), text); m != nil {
-		s.bar = true
+		s.bar, s.tqdm = true, true
 		if v, ok := parseClock(m[1]); ok {
 			s.clock, s.hasClock = v, true
 		}
@@ -140,7 +146,7 @@ func parseLine(text string) lineInfo {
 		if m[3] != "" && m[3] != "?" {
 			applyRate(s, m[3], m[5])
 		}
-	} else if counterAt >= 0 && reBar().MatchString(text) {
+	} else if counterAt >= 0 && (reBar().MatchString(text) || richBar(text)) {
 		s.bar = true
 	}
 	if s.timeKind == kindNone {
@@ -212,6 +218,7 @@ func parseLine(text string) lineInfo {
 	}
 
 	s.eval = evalLike(s.desc) || utilityLike(s.desc)
+	s.summary = !s.hasStep && containsAny(lower, "train_runtime", "total time", "training time", "training speed")
 	evidence := s.timeKind != kindNone || s.hasLoss || s.tput > 0 || s.hasETA || s.hasClock || s.bar
 	info.progress = (s.hasStep && evidence) || s.timeKind != kindNone || s.tput > 0
 	if !info.progress {
@@ -226,6 +233,12 @@ func findIf(ok bool, re *regexp.Regexp, text string) []string {
 		return nil
 	}
 	return re.FindStringSubmatch(text)
+}
+
+// richBar reports whether text has a Rich progress bar followed by its
+// counter: "Epoch 3/9 ━━━━━━━━ 400/782 0:00:09 • 0:00:08 47.06it/s".
+func richBar(text string) bool {
+	return strings.Contains(text, "━") && reRichBar().MatchString(text)
 }
 
 // findAllIf runs re only when the cheap test ok passed.
@@ -320,7 +333,11 @@ func parseStep(text, lower string, s *sample) int {
 	if !hasFraction(text) {
 		return -1
 	}
-	for _, re := range []*regexp.Regexp{reBracket(), reBar()} {
+	res := []*regexp.Regexp{reBracket(), reBar()}
+	if strings.Contains(text, "━") { // before reBar, which reads "Epoch 2/9 ━━━" as a counter
+		res = []*regexp.Regexp{reBracket(), reRichBar(), reBar()}
+	}
+	for _, re := range res {
 		if m := re.FindStringSubmatchIndex(text); m != nil {
 			v, err1 := strconv.ParseInt(text[m[2]:m[3]], 10, 64)
 			t, err2 := strconv.ParseInt(text[m[4]:m[5]], 10, 64)

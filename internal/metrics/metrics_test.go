@@ -49,6 +49,10 @@ func TestExtractLines(t *testing.T) {
 		{"abbreviated step and total", "Step 1.2M/2M | loss 2.1 | step_time 0.5s\n", 0.5, 1200000, 2000000, 2.1},
 		{"a unit after the step is no abbreviation", "step 5ms\n", 0, -1, 0, 0},
 		{"binary noise", "\x01\xff\xfe step \x00 9\n", 0, -1, 0, 0},
+		{"rich bar", "Epoch 0/-2 ━━━━━━━━━━━━━━━━ 400/400 0:00:09 •        47.06it/s train_loss: 9.141\n", 1 / 47.06, 400, 400, 9.141},
+		{"rich bar half drawn", "Epoch 2/9  ━━━━━━━━╸━━━━━━━ 391/782 0:00:10 • 0:00:11 37.30it/s v_num: 0\n", 1 / 37.30, 391, 782, 0},
+		{"epoch summary after steps", "iter 10: loss 1.0, time 100.0ms\nEpoch: [0] Total time: 0:00:02 (0.2 s / it)\n", 0.1, 10, 0, 1},
+		{"run summary alone", "{'train_runtime': '9.951', 'train_steps_per_second': '30.15', 'train_loss': '9.017'}\n", 1 / 30.15, -1, 0, 9.017},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -149,6 +153,39 @@ func TestBarBelowAnotherBar(t *testing.T) {
 	}
 }
 
+func TestTqdmCloseSummary(t *testing.T) {
+	const close = "\r100%|██████████| 300/300 [00:09<00:00, 30.00it/s]\n"
+	tests := []struct {
+		name     string
+		log      string
+		stepTime float64
+	}{
+		{"close repeats the last update", tqdmBars(1, 300, 300, 40, false) + close, 0.025},
+		{"last update below the total (mininterval)", tqdmBars(1, 297, 300, 40, false) + close, 0.025},
+		{"one slow last update", tqdmBars(1, 299, 300, 40, false) + tqdmBars(300, 300, 300, 35, false) + close, 0.025},
+		{"one slow last update, a log record after it", tqdmBars(1, 299, 300, 40, false) + tqdmBars(300, 300, 300, 35, false) +
+			"\r    \r{'loss': '9.0', 'epoch': '1'}\n" + tqdmBars(300, 300, 300, 35, false) + close, 0.025},
+		{"close after an evaluation bar", tqdmBars(1, 300, 300, 40, false) + tqdmBars(1, 20, 20, 100, true) + close, 1 / 30.0},
+		{"start line and close only", "\r  0%|          | 0/300 [00:00<?, ?it/s]" + close, 1 / 30.0},
+		{"close alone", close, 1 / 30.0},
+		{"closes of successive epochs", "\r100%|██████████| 300/300 [00:15<00:00, 20.00it/s]\nepoch 1 done\n" + close, 1 / 30.0},
+		{"closed while another bar's update precedes", tqdmBars(1, 50, 60, 40, false) + close, 1 / 30.0},
+		{"run summary after the bar", tqdmBars(1, 300, 300, 40, false) + "\r    \r{'train_runtime': '9.951', 'train_steps_per_second': '30.15'}\n", 0.025},
+		{"run summary, then the close", tqdmBars(1, 300, 300, 40, false) + "\r    \r{'train_runtime': '9.951', 'train_steps_per_second': '30.15'}\n" + tqdmBars(300, 300, 300, 40, false) + close, 0.025},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rep := extractString(t, tt.log, Options{})
+			if rep.StepTimeS == nil || !near(*rep.StepTimeS, tt.stepTime) {
+				t.Errorf("step time = %v, want %v", fmtPtr(rep.StepTimeS), tt.stepTime)
+			}
+			if valueOr(rep.Step, -1) != 300 || valueOr(rep.TotalSteps, 0) != 300 {
+				t.Errorf("step = %s/%s, want 300/300", fmtInt(rep.Step), fmtInt(rep.TotalSteps))
+			}
+		})
+	}
+}
+
 func TestErrorLineAfterProgress(t *testing.T) {
 	log := "iter 1: loss 1.0, time 10ms\nRuntimeError: CUDA error: an illegal memory access was encountered\nTraceback (most recent call last):\n"
 	rep := extractString(t, log, Options{})
@@ -231,6 +268,9 @@ func FuzzExtract(f *testing.F) {
 	f.Add([]byte("  5%|▌ | 50/1000 [00:20<06:20,  2.50it/s]\r  6%|▌ | 60/1000 [00:24<06:20,  2.50it/s]"))
 	f.Add([]byte("[2024-01-01 10:00:00,123] step: 1 loss: 2\n[2024-01-01 10:00:01,123] step: 2 loss: 2\n"))
 	f.Add([]byte("epoch: 1/3, iter: 2/4, iter_time: 1s, ETA: 1 day, 2:03:04\n"))
+	f.Add([]byte("\r 99%|█▉| 299/300 [00:09<00:00, 32.29it/s]\r100%|██| 300/300 [00:09<00:00, 30.15it/s]\n"))
+	f.Add([]byte("{'train_runtime': '9.951', 'train_steps_per_second': '30.15'}\nEpoch: [27] Total time: 0:02:15 (0.173881 s / it)\n"))
+	f.Add([]byte("Epoch 0/-2 ━━━━━━━━╸━━━━━━━ 400/400 0:00:09 •  47.06it/s train_loss: 9.141\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		rep, err := Extract(bytes.NewReader(data), int64(len(data)), Options{ProgressLines: 5})
 		if errors.Is(err, ErrBinary) {
