@@ -15,6 +15,7 @@ import (
 	"strings"
 	"unicode"
 
+	"github.com/schedmate/schedmate/internal/lazyre"
 	"github.com/schedmate/schedmate/internal/logclass"
 	"github.com/schedmate/schedmate/internal/logtext"
 	"github.com/schedmate/schedmate/internal/store"
@@ -293,7 +294,7 @@ func progressAfter(w []entry) int {
 // continuation matches lines that belong to an error report without being
 // errors themselves: traceback frames and source lines, C++ frames, glog
 // stacks, NCCL INFO return-code chains, caret markers.
-var continuation = lazyRegexp(`^(?:File "|frame #\d|@\s+0x|\^+$|~+\^*|\.\.\.|During handling of the above|The above exception was|Last error:|Exception raised from|\*\*\*|raise |return |NCCL INFO|[\w:.-]+:\d+:\d+ \[\d+\] NCCL INFO|\S+ NCCL INFO)|^\s*$`)
+var continuation = lazyre.New(`^(?:File "|frame #\d|@\s+0x|\^+$|~+\^*|\.\.\.|During handling of the above|The above exception was|Last error:|Exception raised from|\*\*\*|raise |return |NCCL INFO|[\w:.-]+:\d+:\d+ \[\d+\] NCCL INFO|\S+ NCCL INFO)|^\s*$`)
 
 // walkBack returns the first line of the cascade that ends at last: it goes
 // back over errors, warnings and continuation lines, and stops at training
@@ -446,7 +447,7 @@ func chooseRoot(w []entry, start, last int) (int, *evidence) {
 
 // digits matches the runs of digits that tell apart the repeats of one
 // message (ranks, sequence numbers, timings).
-var digits = lazyRegexp(`[0-9]+`)
+var digits = lazyre.New(`[0-9]+`)
 
 // lineShape returns text with its digit runs collapsed, so that the
 // thousands of repeats of one message in a long cascade are matched against

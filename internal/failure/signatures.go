@@ -3,8 +3,8 @@ package failure
 import (
 	"regexp"
 	"strings"
-	"sync"
 
+	"github.com/schedmate/schedmate/internal/lazyre"
 	"github.com/schedmate/schedmate/internal/logclass"
 )
 
@@ -89,14 +89,8 @@ const (
 	actionOther     = "inspect the log around the reported line"
 )
 
-// lazyRegexp returns a function that compiles pattern on its first call,
-// so that a process pays only for the patterns it uses.
-func lazyRegexp(pattern string) func() *regexp.Regexp {
-	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(pattern) })
-}
-
 func sig(name, pattern string, cat Category, comp string, t tier, action string) signature {
-	return signature{name: name, re: lazyRegexp(pattern), category: cat, component: comp, tier: t, action: action}
+	return signature{name: name, re: lazyre.New(pattern), category: cat, component: comp, tier: t, action: action}
 }
 
 func precursorSig(name, pattern string, cat Category, comp string, action string) signature {
@@ -183,13 +177,13 @@ func matchSignature(text string) *signature {
 
 // exceptionName extracts the exception class of a traceback's last line,
 // such as "RuntimeError" from "torch.RuntimeError: boom".
-var exceptionName = lazyRegexp(`^(?:[A-Za-z_]\w*\.)*([A-Z]\w*(?:Error|Exception|Fault))\b`)
+var exceptionName = lazyre.New(`^(?:[A-Za-z_]\w*\.)*([A-Z]\w*(?:Error|Exception|Fault))\b`)
 
 // libraryFrame matches a traceback frame inside an installed package.
-var libraryFrame = lazyRegexp(`^\s*File "[^"]*(?:site-packages|dist-packages|/lib/python\d|\\lib\\)`)
+var libraryFrame = lazyre.New(`^\s*File "[^"]*(?:site-packages|dist-packages|/lib/python\d|\\lib\\)`)
 
 // pythonFrame matches any traceback frame line.
-var pythonFrame = lazyRegexp(`^\s*File "[^"]*", line \d+`)
+var pythonFrame = lazyre.New(`^\s*File "[^"]*", line \d+`)
 
 // genericException classifies an exception line that no signature names,
 // using whether the innermost frame was library code.

@@ -6,10 +6,9 @@
 package logclass
 
 import (
-	"regexp"
 	"strings"
-	"sync"
 
+	"github.com/schedmate/schedmate/internal/lazyre"
 	"github.com/schedmate/schedmate/internal/logtext"
 )
 
@@ -39,33 +38,27 @@ func (c Class) String() string {
 	}
 }
 
-// lazyRegexp returns a function that compiles pattern on its first call,
-// so that a process pays only for the patterns it uses.
-func lazyRegexp(pattern string) func() *regexp.Regexp {
-	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(pattern) })
-}
-
 var (
 	// exceptionLine is the last line of a Python traceback or a raised
 	// exception: "RuntimeError: ...", "torch.OutOfMemoryError: ...".
-	exceptionLine = lazyRegexp(`^(?:[A-Za-z_]\w*\.)*(?:[A-Z]\w*(?:Error|Exception|Interrupt|Fault)|Exception|KeyboardInterrupt|SystemExit)(?::|$|\s*\()`)
-	warningClass  = lazyRegexp(`\b[A-Z]\w*Warning:`)
+	exceptionLine = lazyre.New(`^(?:[A-Za-z_]\w*\.)*(?:[A-Z]\w*(?:Error|Exception|Interrupt|Fault)|Exception|KeyboardInterrupt|SystemExit)(?::|$|\s*\()`)
+	warningClass  = lazyre.New(`\b[A-Z]\w*Warning:`)
 	// errorLevel matches log levels and markers that mean an error was
 	// reported: "ERROR", "[E socket.cpp:793]", glog "E0426"/"F0426",
 	// "srun: error:", "Segmentation fault".
-	errorLevel = lazyRegexp(`(?:^|[\s\[|(<:])(?:ERROR|FATAL|CRITICAL|PANIC)(?:$|[\s\]|):>-])|^\[?[EF]\d{4} \d\d:\d\d|^\[?[EF]\d{4}\s|^\[E[\s\d]|\[(?:E|error|Error)\]|(?:^|\s)error:|^Error[: ]|Traceback \(most recent call last\)|Segmentation fault|core dumped|(?:^|\s)Aborted\b|\bBus error\b|^Killed\b|\bFatal (?:error|Python error)|\bterminate called\b|\bCheck failed\b`)
+	errorLevel = lazyre.New(`(?:^|[\s\[|(<:])(?:ERROR|FATAL|CRITICAL|PANIC)(?:$|[\s\]|):>-])|^\[?[EF]\d{4} \d\d:\d\d|^\[?[EF]\d{4}\s|^\[E[\s\d]|\[(?:E|error|Error)\]|(?:^|\s)error:|^Error[: ]|Traceback \(most recent call last\)|Segmentation fault|core dumped|(?:^|\s)Aborted\b|\bBus error\b|^Killed\b|\bFatal (?:error|Python error)|\bterminate called\b|\bCheck failed\b`)
 	// failureWords are phrases that state a failure in lines without a
 	// log level.
-	failureWords = lazyRegexp(`(?i)\b(?:failed|failure|fatal|unrecoverable|uncorrectable|timed out|unreachable|refused|reset by peer|no such file|not found|cannot|can't|could not|unable to|denied|exited with exit code|killed|out of memory|no space left|fallen off|exception|with error|error \d+)\b`)
+	failureWords = lazyre.New(`(?i)\b(?:failed|failure|fatal|unrecoverable|uncorrectable|timed out|unreachable|refused|reset by peer|no such file|not found|cannot|can't|could not|unable to|denied|exited with exit code|killed|out of memory|no space left|fallen off|exception|with error|error \d+)\b`)
 	// warnLevel matches warning log levels.
-	warnLevel = lazyRegexp(`(?:^|[\s\[|(<:])(?:WARN|WARNING|Warning)(?:$|[\s\]|):>-])|^\[?W\d{4} \d\d:\d\d|^\[W[\s\d]|\[(?:W|warn(?:ing)?)\]|(?i)\bdeprecat`)
+	warnLevel = lazyre.New(`(?:^|[\s\[|(<:])(?:WARN|WARNING|Warning)(?:$|[\s\]|):>-])|^\[?W\d{4} \d\d:\d\d|^\[W[\s\d]|\[(?:W|warn(?:ing)?)\]|(?i)\bdeprecat`)
 	// infoLevel matches informational log levels; such lines are errors only
 	// when they carry an exception or a strong error marker.
-	infoLevel = lazyRegexp(`(?:^|[\s\[|(<:])(?:INFO|DEBUG|TRACE)(?:$|[\s\]|):>-])|^\[?I\d{4} \d\d:\d\d|\[[ID]\]`)
+	infoLevel = lazyre.New(`(?:^|[\s\[|(<:])(?:INFO|DEBUG|TRACE)(?:$|[\s\]|):>-])|^\[?I\d{4} \d\d:\d\d|\[[ID]\]`)
 	// benignNCCL are NCCL warnings printed by healthy jobs.
-	benignNCCL = lazyRegexp(`(?i)NCCL WARN (?:NET/Plugin|Could not find|Cuda failure 'peer access is not supported|.*NCCL_\w+ set by environment|.*is deprecated|.*falling back|.*Ignoring)`)
+	benignNCCL = lazyre.New(`(?i)NCCL WARN (?:NET/Plugin|Could not find|Cuda failure 'peer access is not supported|.*NCCL_\w+ set by environment|.*is deprecated|.*falling back|.*Ignoring)`)
 	// progressCounter matches a step, iteration or epoch counter.
-	progressCounter = lazyRegexp(`(?i)(?:\b|_)(?:iter(?:ation)?s?|steps?|epoch|batch|global_step)\b\s*[:=\[#(]?\s*\d+|'epoch':|'step':|\[\d+/\d+\]|\bEpoch\s*\[?\d+`)
+	progressCounter = lazyre.New(`(?i)(?:\b|_)(?:iter(?:ation)?s?|steps?|epoch|batch|global_step)\b\s*[:=\[#(]?\s*\d+|'epoch':|'step':|\[\d+/\d+\]|\bEpoch\s*\[?\d+`)
 )
 
 // DeviceAssertionPattern matches the line a GPU kernel prints when one of
@@ -77,7 +70,7 @@ var (
 // fixed text after it.
 const DeviceAssertionPattern = "block: \\[\\d+, ?\\d+, ?\\d+\\], thread: \\[\\d+, ?\\d+, ?\\d+\\] Assertion `.*` failed|Device-side assertion `.*' failed"
 
-var deviceAssertion = lazyRegexp(DeviceAssertionPattern)
+var deviceAssertion = lazyre.New(DeviceAssertionPattern)
 
 // isDeviceAssertion reports whether a line (without launcher prefix) is a
 // failed device-side assertion of a GPU kernel.

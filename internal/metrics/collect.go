@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/schedmate/schedmate/internal/lazyre"
 )
 
 // maxReportLines is how many progress lines a Report keeps.
@@ -399,10 +401,10 @@ type settings struct {
 }
 
 var (
-	reTotalSetting  = lazyRegexp(`(?i)(?:total optimization steps|max_steps|max steps|total steps|total_steps|train_iters|max_iters?|total generation batches|num_training_steps|total_iters|total iterations)['"]?\s*[:=]?\s*['"]?\s*(\d[\d,]*)`)
-	reTokensPerStep = lazyRegexp(`(?i)(?:tokens\s*(?:/|per)\s*(?:optimizer\s*)?step|tokens_per_step|tokens per batch)['"]?\s*[:=]?\s*(\d[\d,]*)`)
-	reSamplesStep   = lazyRegexp(`(?i)(?:total train batch size[^=:]*|global[_ ]batch[_ ]size|train_batch_size)['"]?[\s.:=]*(\d[\d,]*)`)
-	reSeqLen        = lazyRegexp(`(?i)(?:seq_length|seq_len|max_seq_length|sequence[_ ]length|encoder_seq_length|block_size)['"]?\s*[:=]?\s*(\d[\d,]*)`)
+	reTotalSetting  = lazyre.New(`(?i)(?:total optimization steps|max_steps|max steps|total steps|total_steps|train_iters|max_iters?|total generation batches|num_training_steps|total_iters|total iterations)['"]?\s*[:=]?\s*['"]?\s*(\d[\d,]*)`)
+	reTokensPerStep = lazyre.New(`(?i)(?:tokens\s*(?:/|per)\s*(?:optimizer\s*)?step|tokens_per_step|tokens per batch)['"]?\s*[:=]?\s*(\d[\d,]*)`)
+	reSamplesStep   = lazyre.New(`(?i)(?:total train batch size[^=:]*|global[_ ]batch[_ ]size|train_batch_size)['"]?[\s.:=]*(\d[\d,]*)`)
+	reSeqLen        = lazyre.New(`(?i)(?:seq_length|seq_len|max_seq_length|sequence[_ ]length|encoder_seq_length|block_size)['"]?\s*[:=]?\s*(\d[\d,]*)`)
 )
 
 // readSettings finds total steps and per-step batch sizes; the last

@@ -5,8 +5,9 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
+
+	"github.com/schedmate/schedmate/internal/lazyre"
 )
 
 // kind ranks how directly a line states the time of one training step;
@@ -65,12 +66,6 @@ type lineInfo struct {
 	isError  bool
 }
 
-// lazyRegexp returns a function that compiles pattern on its first call,
-// so that a process pays only for the patterns it uses.
-func lazyRegexp(pattern string) func() *regexp.Regexp {
-	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(pattern) })
-}
-
 const num = `(\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)`
 
 // keyStart is what may precede a key so that "data_time" or
@@ -83,37 +78,37 @@ var (
 		unit    string   // default unit when the pattern has no unit group
 		needles []string // lower-case text one of which must be present
 	}{
-		{lazyRegexp(`(?i)elapsed time per iteration \(ms\):\s*` + num + `()`), "ms", []string{"per iteration"}},
-		{lazyRegexp(`(?i)train_step_timing(?: in s)?\s*[:=]\s*` + num + `()`), "s", []string{"train_step_timing"}},
-		{lazyRegexp(`(?i)timing_s/step\s*[:=]\s*` + num + `()`), "s", []string{"timing_s/step"}},
-		{lazyRegexp(`(?i)E2E latency\s*[:=]\s*` + num + `\s*(ms|s)?`), "s", []string{"e2e latency"}},
-		{lazyRegexp(`(?i)` + keyStart + `(?:iter_time|step_time|steptime|time_per_step|time/step|time_per_iter|time_per_iteration|batch_time|iter_dt|iteration_time|it_time|updt_s|sec/step|sec_per_step|step_duration|perf/time_per_step)['"]?\s*[:=]?\s*['"]?` + num + `\s*(ms|s|sec)?\b`), "s", []string{"time", "_dt", "updt", "sec", "duration"}},
-		{lazyRegexp(`(?i)` + keyStart + `step_time_ms['"]?\s*[:=]\s*['"]?` + num + `()`), "ms", []string{"step_time_ms"}},
-		{lazyRegexp(num + `\s*(us|µs|ms|s)\s*/\s*(?:step|it|iter|iteration|batch)\b`), "s", []string{"/step", "/it", "/batch", "/ it", "/ step"}},
+		{lazyre.New(`(?i)elapsed time per iteration \(ms\):\s*` + num + `()`), "ms", []string{"per iteration"}},
+		{lazyre.New(`(?i)train_step_timing(?: in s)?\s*[:=]\s*` + num + `()`), "s", []string{"train_step_timing"}},
+		{lazyre.New(`(?i)timing_s/step\s*[:=]\s*` + num + `()`), "s", []string{"timing_s/step"}},
+		{lazyre.New(`(?i)E2E latency\s*[:=]\s*` + num + `\s*(ms|s)?`), "s", []string{"e2e latency"}},
+		{lazyre.New(`(?i)` + keyStart + `(?:iter_time|step_time|steptime|time_per_step|time/step|time_per_iter|time_per_iteration|batch_time|iter_dt|iteration_time|it_time|updt_s|sec/step|sec_per_step|step_duration|perf/time_per_step)['"]?\s*[:=]?\s*['"]?` + num + `\s*(ms|s|sec)?\b`), "s", []string{"time", "_dt", "updt", "sec", "duration"}},
+		{lazyre.New(`(?i)` + keyStart + `step_time_ms['"]?\s*[:=]\s*['"]?` + num + `()`), "ms", []string{"step_time_ms"}},
+		{lazyre.New(num + `\s*(us|µs|ms|s)\s*/\s*(?:step|it|iter|iteration|batch)\b`), "s", []string{"/step", "/it", "/batch", "/ it", "/ step"}},
 	}
 	// reBareTime is a plain "time"/"dt" key, trusted only on lines with a
 	// step counter.
-	reBareTime  = lazyRegexp(`(?i)` + keyStart + `(?:time|dt|seconds|step time|iteration time)\s*[:=]?\s*` + num + `\s*(ms|s|sec)?(?:\b|$)`)
-	reTqdm      = lazyRegexp(`\[\s*(\d+(?::\d+){1,2})\s*<\s*(\d+(?::\d+){1,2}|\?)\s*(?:,\s*(` + num + `|\?)\s*([A-Za-z]+/s|s/[A-Za-z]+))?`)
-	reRate      = lazyRegexp(`(?i)` + num + `\s*(it/s|its/s|steps/s|step/s|iter/s|batches/s|s/it|s/iter)\b`)
-	reRateKey   = lazyRegexp(`(?i)` + keyStart + `(ups|steps_per_second|train_steps_per_second|it/s|iters_per_sec)['"]?\s*[:=]?\s*['"]?` + num)
-	reEpochIter = lazyRegexp(`(?i)epoch\s*[:=]?\s*(\d+)\s*/\s*(\d+)\s*,\s*iter\s*[:=]?\s*(\d+)\s*/\s*(\d+)`)
-	reStepKey   = lazyRegexp(`(?i)` + keyStart + `(global_step|num_updates|iteration|iter|step|steps|update|batch)(?:\s*\((\w+)\))?['"]?\s*[:=]?\s*['"]?\s*(\d+)(\.\d+)?([kKM])?(?:\s*(?:/|of)\s*(\d+(?:\.\d+)?)([kKM])?)?`)
-	reBracket   = lazyRegexp(`\[\s*(\d+)\s*/\s*(\d+)\s*(?:\(\s*\d+%\s*\)\s*)?\]`)
-	reBar       = lazyRegexp(`(?:^|[\s|])(\d+)/(\d+)\s*(?:\[|[━=\-.>─]{3}|\|)`)
-	reRichBar   = lazyRegexp(`[━╸╺]{3,}\s*(\d+)/(\d+)(?:\s|$)`) // Rich: the counter follows the bar
-	reLoss      = lazyRegexp(`(?i)` + keyStart + `([a-z_/ ]{0,20}?loss)['"]?\s*[:=]?\s*['"]?\s*(-?` + num[1:])
-	reTput      = lazyRegexp(`(?i)` + keyStart + `(tps|wps|tok/s|tokens/s|tokens_per_sec\w*|tokens_per_second|tokens/sec|samples/s|samples/sec|samples_per_sec\w*|samples_per_second|train_samples_per_second|CurrSamplesPerSec|throughput|img/s|images/s)['"]?\s*[:=]?\s*['"]?\s*(\d[\d,]*(?:\.\d+)?)\s*([kKM])?`)
-	reTputVal   = lazyRegexp(`(?i)(\d[\d,]*(?:\.\d+)?)\s*([kKM])?\s*(tokens/s|tok/s|tokens/sec|samples/s|samples/sec|img/s|images/s|imgs/s|examples/s|sequences/s|seq/s)\b`)
-	reRich      = lazyRegexp(`(\d+:\d{2}:\d{2})\s*/\s*(\d+:\d{2}:\d{2}|-:--:--)`)
-	reETA       = lazyRegexp(`(?i)` + keyStart + `(?:eta|remaining)\s*[:=]?\s*((?:\d+\s*days?,\s*)?\d+(?::\d{2}){1,2}|\d+(?:\.\d+)?\s*(?:ms|s|m|h)\b(?:\s*\d+\s*s\b)?)`)
-	reElapsed   = lazyRegexp(`(?i)` + keyStart + `elapsed\s*[:=]?\s*(\d+(?::\d{2}){1,2})`)
-	reTimestamp = lazyRegexp(`(?:^|[\[\s])(?:(\d{4})[-/](\d{2})[-/](\d{2})|(\d{2})/(\d{2}))[ T](\d{2}):(\d{2}):(\d{2})(?:[.,](\d{1,9}))?`)
-	reTimeOnly  = lazyRegexp(`^[\[\s]{0,4}()()()()()(\d{2}):(\d{2}):(\d{2})(?:[.,](\d{1,9}))?`)
-	reGlog      = lazyRegexp(`^[IWEF](\d{2})(\d{2}) (\d{2}):(\d{2}):(\d{2})\.(\d+)`)
-	reEvalWord  = lazyRegexp(`(?i)(?:^|[^a-z])(?:val|valid|validation|validating|validate|eval|evaluating|evaluation|evaluate|test|testing|predict|predicting|prediction|inference|sanity)(?:[^a-z]|$)|mAP|Class\s+Images`)
-	reUtilWord  = lazyRegexp(`(?i)loading|download|upload|\bmap\b|tokeniz|preprocess|shards|scanning|caching|generating|extract|filter|building|compil|converting|sharding|resolving|fetching|saving`)
-	reError     = lazyRegexp(`(?i)traceback \(most recent call last\)|\b(?:error|exception)\b|out of memory|segmentation fault|core dumped|\bkilled\b|watchdog caught|nccl.{0,40}timeout|\bfatal\b|unhandled`)
+	reBareTime  = lazyre.New(`(?i)` + keyStart + `(?:time|dt|seconds|step time|iteration time)\s*[:=]?\s*` + num + `\s*(ms|s|sec)?(?:\b|$)`)
+	reTqdm      = lazyre.New(`\[\s*(\d+(?::\d+){1,2})\s*<\s*(\d+(?::\d+){1,2}|\?)\s*(?:,\s*(` + num + `|\?)\s*([A-Za-z]+/s|s/[A-Za-z]+))?`)
+	reRate      = lazyre.New(`(?i)` + num + `\s*(it/s|its/s|steps/s|step/s|iter/s|batches/s|s/it|s/iter)\b`)
+	reRateKey   = lazyre.New(`(?i)` + keyStart + `(ups|steps_per_second|train_steps_per_second|it/s|iters_per_sec)['"]?\s*[:=]?\s*['"]?` + num)
+	reEpochIter = lazyre.New(`(?i)epoch\s*[:=]?\s*(\d+)\s*/\s*(\d+)\s*,\s*iter\s*[:=]?\s*(\d+)\s*/\s*(\d+)`)
+	reStepKey   = lazyre.New(`(?i)` + keyStart + `(global_step|num_updates|iteration|iter|step|steps|update|batch)(?:\s*\((\w+)\))?['"]?\s*[:=]?\s*['"]?\s*(\d+)(\.\d+)?([kKM])?(?:\s*(?:/|of)\s*(\d+(?:\.\d+)?)([kKM])?)?`)
+	reBracket   = lazyre.New(`\[\s*(\d+)\s*/\s*(\d+)\s*(?:\(\s*\d+%\s*\)\s*)?\]`)
+	reBar       = lazyre.New(`(?:^|[\s|])(\d+)/(\d+)\s*(?:\[|[━=\-.>─]{3}|\|)`)
+	reRichBar   = lazyre.New(`[━╸╺]{3,}\s*(\d+)/(\d+)(?:\s|$)`) // Rich: the counter follows the bar
+	reLoss      = lazyre.New(`(?i)` + keyStart + `([a-z_/ ]{0,20}?loss)['"]?\s*[:=]?\s*['"]?\s*(-?` + num[1:])
+	reTput      = lazyre.New(`(?i)` + keyStart + `(tps|wps|tok/s|tokens/s|tokens_per_sec\w*|tokens_per_second|tokens/sec|samples/s|samples/sec|samples_per_sec\w*|samples_per_second|train_samples_per_second|CurrSamplesPerSec|throughput|img/s|images/s)['"]?\s*[:=]?\s*['"]?\s*(\d[\d,]*(?:\.\d+)?)\s*([kKM])?`)
+	reTputVal   = lazyre.New(`(?i)(\d[\d,]*(?:\.\d+)?)\s*([kKM])?\s*(tokens/s|tok/s|tokens/sec|samples/s|samples/sec|img/s|images/s|imgs/s|examples/s|sequences/s|seq/s)\b`)
+	reRich      = lazyre.New(`(\d+:\d{2}:\d{2})\s*/\s*(\d+:\d{2}:\d{2}|-:--:--)`)
+	reETA       = lazyre.New(`(?i)` + keyStart + `(?:eta|remaining)\s*[:=]?\s*((?:\d+\s*days?,\s*)?\d+(?::\d{2}){1,2}|\d+(?:\.\d+)?\s*(?:ms|s|m|h)\b(?:\s*\d+\s*s\b)?)`)
+	reElapsed   = lazyre.New(`(?i)` + keyStart + `elapsed\s*[:=]?\s*(\d+(?::\d{2}){1,2})`)
+	reTimestamp = lazyre.New(`(?:^|[\[\s])(?:(\d{4})[-/](\d{2})[-/](\d{2})|(\d{2})/(\d{2}))[ T](\d{2}):(\d{2}):(\d{2})(?:[.,](\d{1,9}))?`)
+	reTimeOnly  = lazyre.New(`^[\[\s]{0,4}()()()()()(\d{2}):(\d{2}):(\d{2})(?:[.,](\d{1,9}))?`)
+	reGlog      = lazyre.New(`^[IWEF](\d{2})(\d{2}) (\d{2}):(\d{2}):(\d{2})\.(\d+)`)
+	reEvalWord  = lazyre.New(`(?i)(?:^|[^a-z])(?:val|valid|validation|validating|validate|eval|evaluating|evaluation|evaluate|test|testing|predict|predicting|prediction|inference|sanity)(?:[^a-z]|$)|mAP|Class\s+Images`)
+	reUtilWord  = lazyre.New(`(?i)loading|download|upload|\bmap\b|tokeniz|preprocess|shards|scanning|caching|generating|extract|filter|building|compil|converting|sharding|resolving|fetching|saving`)
+	reError     = lazyre.New(`(?i)traceback \(most recent call last\)|\b(?:error|exception)\b|out of memory|segmentation fault|core dumped|\bkilled\b|watchdog caught|nccl.{0,40}timeout|\bfatal\b|unhandled`)
 )
 
 // parseLine extracts what a cleaned line says about progress.
