@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/user"
 	"path/filepath"
+	"sync"
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
@@ -101,8 +102,9 @@ func (o *Options) Run(ctx context.Context) error {
 		o.LogToFile(logPath(cfg))
 	}
 	logger := o.Logger()
+	collector := NewCollector(client)
 	source := func(ctx context.Context) topview.Snapshot {
-		snap := Collect(ctx, client, slurm.QueueFilter{User: who, States: []string{"RUNNING"}, All: o.All}, metrics.ExtractOptions(cfg, o.Now()))
+		snap := collector.Collect(ctx, slurm.QueueFilter{User: who, States: []string{"RUNNING"}, All: o.All}, metrics.ExtractOptions(cfg, o.Now()))
 		if snap.Err != nil {
 			logger.Warn("refresh failed", "err", snap.Err)
 		}
@@ -144,26 +146,47 @@ func (o *Options) Run(ctx context.Context) error {
 	return nil
 }
 
+// Collector reads the progress of running jobs for the view. A job's
+// output file does not change while it runs, so the paths Slurm had to be
+// asked for (squeue cannot print them) are remembered across refreshes:
+// each job costs one scontrol call in the life of the view, not one per
+// refresh.
+type Collector struct {
+	client slurm.Client
+
+	mu    sync.Mutex
+	paths map[string]string
+}
+
+// NewCollector returns a Collector that asks client.
+func NewCollector(client slurm.Client) *Collector {
+	return &Collector{client: client, paths: map[string]string{}}
+}
+
 // Collect lists the jobs and reads the progress of each from its log.
-func Collect(ctx context.Context, client slurm.Client, filter slurm.QueueFilter, opts logmetrics.Options) topview.Snapshot {
+func (c *Collector) Collect(ctx context.Context, filter slurm.QueueFilter, opts logmetrics.Options) topview.Snapshot {
 	now := opts.Now
 	if now.IsZero() {
 		now = time.Now()
 	}
 	snap := topview.Snapshot{Time: now}
-	jobs, err := client.Queue(ctx, filter)
+	jobs, err := c.client.Queue(ctx, filter)
 	if err != nil {
 		snap.Err = fmt.Errorf("list running jobs: %w", err)
 		return snap
 	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	seen := make(map[string]string, len(jobs))
 	for _, j := range jobs {
 		row := topview.Row{JobID: j.ID, Name: j.Name, User: j.User, Nodes: j.NodeList, GPUs: j.GPUs, Log: j.StdOut}
 		if !j.Start.IsZero() && now.After(j.Start) {
 			row.Elapsed = now.Sub(j.Start)
 		}
 		if row.Log == "" {
-			row.Log = outputPath(ctx, client, j.ID)
+			row.Log = c.outputPath(ctx, j.ID)
 		}
+		seen[j.ID] = row.Log
 		if row.Log == "" {
 			row.LogError = "Slurm reports no output file"
 		} else if rep, err := logmetrics.ExtractFile(row.Log, opts); err != nil {
@@ -173,13 +196,22 @@ func Collect(ctx context.Context, client slurm.Client, filter slurm.QueueFilter,
 		}
 		snap.Rows = append(snap.Rows, row)
 	}
+	for id, path := range seen {
+		if path == "" {
+			delete(seen, id) // ask again next time
+		}
+	}
+	c.paths = seen // jobs that ended are forgotten
 	return snap
 }
 
-// outputPath asks Slurm for a job's output file when the job list did not
-// carry it; "" when Slurm does not say.
-func outputPath(ctx context.Context, client slurm.Client, id string) string {
-	job, err := client.Job(ctx, id)
+// outputPath is the job's output file, remembered or asked of Slurm; ""
+// when Slurm does not say.
+func (c *Collector) outputPath(ctx context.Context, id string) string {
+	if path, ok := c.paths[id]; ok {
+		return path
+	}
+	job, err := c.client.Job(ctx, id)
 	if err != nil {
 		return ""
 	}

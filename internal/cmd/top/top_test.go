@@ -15,6 +15,7 @@ import (
 	"github.com/schedmate/schedmate/internal/config"
 	"github.com/schedmate/schedmate/internal/exitcode"
 	"github.com/schedmate/schedmate/internal/iostreams"
+	logmetrics "github.com/schedmate/schedmate/internal/metrics"
 	"github.com/schedmate/schedmate/slurm"
 )
 
@@ -106,5 +107,55 @@ func TestOnceSlurmDown(t *testing.T) {
 	err := opts.Run(context.Background())
 	if exitcode.Of(err) != exitcode.Unavailable || !strings.Contains(err.Error(), "contact slurm controller") {
 		t.Errorf("err = %v (code %d)", err, exitcode.Of(err))
+	}
+}
+
+// pathlessQueue lists jobs without their output path, as squeue does, and
+// answers Job with it, counting the calls.
+type pathlessQueue struct {
+	slurm.Client
+	jobs  []slurm.Job
+	paths map[string]string
+	asked map[string]int
+}
+
+func (p *pathlessQueue) Queue(context.Context, slurm.QueueFilter) ([]slurm.Job, error) {
+	out := make([]slurm.Job, len(p.jobs))
+	for i, j := range p.jobs {
+		j.StdOut = ""
+		out[i] = j
+	}
+	return out, nil
+}
+
+func (p *pathlessQueue) Job(_ context.Context, id string) (*slurm.Job, error) {
+	p.asked[id]++
+	if path, ok := p.paths[id]; ok {
+		return &slurm.Job{ID: id, StdOut: path}, nil
+	}
+	return nil, slurm.ErrNotFound
+}
+
+func TestCollectorAsksForEachOutputPathOnce(t *testing.T) {
+	jobs := testJobs(t)
+	q := &pathlessQueue{jobs: jobs, paths: map[string]string{"10": jobs[0].StdOut}, asked: map[string]int{}}
+	c := NewCollector(q)
+	for range 3 {
+		snap := c.Collect(context.Background(), slurm.QueueFilter{}, logmetrics.Options{})
+		if snap.Err != nil || len(snap.Rows) != 2 {
+			t.Fatalf("snapshot: %d rows, %v", len(snap.Rows), snap.Err)
+		}
+		if snap.Rows[0].Progress == nil || snap.Rows[1].LogError == "" {
+			t.Fatalf("rows: %+v", snap.Rows)
+		}
+	}
+	// A known path is remembered; an unknown one is asked again each time.
+	if q.asked["10"] != 1 || q.asked["9"] != 3 {
+		t.Errorf("scontrol calls per job = %v, want 10:1 9:3", q.asked)
+	}
+	q.jobs = q.jobs[1:] // job 10 ended
+	c.Collect(context.Background(), slurm.QueueFilter{}, logmetrics.Options{})
+	if _, ok := c.paths["10"]; ok {
+		t.Error("an ended job's path is still remembered")
 	}
 }
