@@ -14,10 +14,12 @@ import (
 
 	openai "github.com/sashabaranov/go-openai"
 
+	"github.com/schedmate/schedmate/internal/config"
 	"github.com/schedmate/schedmate/internal/failure"
 	"github.com/schedmate/schedmate/internal/llm"
 	"github.com/schedmate/schedmate/internal/llm/llmtest"
 	"github.com/schedmate/schedmate/internal/llm/refine"
+	"github.com/schedmate/schedmate/internal/llmassist"
 	"github.com/schedmate/schedmate/internal/logtext"
 	"github.com/schedmate/schedmate/internal/metrics"
 	"github.com/schedmate/schedmate/internal/shareddata"
@@ -121,83 +123,113 @@ func logLines(t *testing.T, path string) []string {
 	return lines
 }
 
+// failureCorpora are the labelled failure logs: the shared set, the
+// holdout written in the same formats, and logs of real failing runs.
+func failureCorpora(t *testing.T) []string {
+	return []string{shareddata.Dir(t, "failures"), "../../failure/testdata/holdout", "../../failure/testdata/realruns"}
+}
+
 // TestEvalFailureRefinement compares category and component accuracy of
-// the deterministic failure classifier alone and refined by the LLM.
+// the deterministic failure classifier alone and refined by the LLM, both
+// when every log is sent (the LLM as the classifier) and when only the
+// verdicts the diagnose command finds unsure are (llmassist.UnsureVerdict,
+// as schedmate runs).
 func TestEvalFailureRefinement(t *testing.T) {
-	dir := shareddata.Dir(t, "failures")
 	r, srv, have := evalServer(t, failureRecordings)
-	var n, detCat, llmCat, detComp, llmComp, answered int
-	for _, row := range readManifest(t, dir) {
-		path := filepath.Join(dir, row["file"])
-		d, err := failure.DiagnoseFile(path, failure.DefaultOptions())
-		if err != nil {
-			t.Fatalf("%s: %v", row["file"], err)
+	minConf := config.Default().Failure.RequeueMinConfidence
+	var n, detCat, llmCat, gatedCat, detComp, llmComp, gatedComp, answered, unsure int
+	for _, dir := range failureCorpora(t) {
+		for _, row := range readManifest(t, dir) {
+			path := filepath.Join(dir, row["file"])
+			d, err := failure.DiagnoseFile(path, failure.DefaultOptions())
+			if err != nil {
+				t.Fatalf("%s: %v", row["file"], err)
+			}
+			det := refine.Verdict{Category: string(d.Category), Component: d.Component, Line: d.Line}
+			lines := logLines(t, path)
+			lo, hi := max(0, len(lines)-refine.MaxWindowLines), len(lines)
+			if d.Line > 0 {
+				lo, hi = max(0, d.Line-1-evalWindowBefore), min(len(lines), d.Line+evalWindowAfter)
+			}
+			got, note, err := r.RefineFailure(context.Background(), lines[lo:hi], det)
+			if err == nil {
+				answered++
+			}
+			gated := det
+			if llmassist.UnsureVerdict(d, minConf) {
+				unsure++
+				gated = got
+			}
+			n++
+			wantCat, wantComp := row["category"], row["component"]
+			detCat += btoi(det.Category == wantCat)
+			llmCat += btoi(got.Category == wantCat)
+			gatedCat += btoi(gated.Category == wantCat)
+			detComp += btoi(det.Category == wantCat && det.Component == wantComp)
+			llmComp += btoi(got.Category == wantCat && got.Component == wantComp)
+			gatedComp += btoi(gated.Category == wantCat && gated.Component == wantComp)
+			t.Logf("%-55s want %s/%s det %s/%s (%.2f) llm %s/%s (%s)", row["file"], wantCat, wantComp, det.Category, det.Component, d.Confidence, got.Category, got.Component, note)
 		}
-		det := refine.Verdict{Category: string(d.Category), Component: d.Component, Line: d.Line}
-		lines := logLines(t, path)
-		lo, hi := max(0, len(lines)-refine.MaxWindowLines), len(lines)
-		if d.Line > 0 {
-			lo, hi = max(0, d.Line-1-evalWindowBefore), min(len(lines), d.Line+evalWindowAfter)
-		}
-		got, note, err := r.RefineFailure(context.Background(), lines[lo:hi], det)
-		if err == nil {
-			answered++
-		}
-		n++
-		wantCat, wantComp := row["category"], row["component"]
-		if det.Category == wantCat {
-			detCat++
-		}
-		if got.Category == wantCat {
-			llmCat++
-		}
-		if det.Category == wantCat && det.Component == wantComp {
-			detComp++
-		}
-		if got.Category == wantCat && got.Component == wantComp {
-			llmComp++
-		}
-		t.Logf("%-55s want %s/%s det %s/%s llm %s/%s (%s)", row["file"], wantCat, wantComp, det.Category, det.Component, got.Category, got.Component, note)
 	}
-	report(t, "failure category", n, detCat, llmCat, answered, have, failureRecordings)
-	report(t, "failure category+component", n, detComp, llmComp, answered, have, failureRecordings)
+	t.Logf("unsure verdicts that schedmate would send to the LLM: %d of %d logs", unsure, n)
+	report(t, "failure category", n, detCat, llmCat, gatedCat, answered, have, failureRecordings)
+	report(t, "failure category+component", n, detComp, llmComp, gatedComp, answered, have, failureRecordings)
 	t.Logf("llm usage: %+v", srv.Usage())
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// stepTimeCorpora are the step-time logs: the shared set, the holdout
+// written in the same formats, and logs of real training runs.
+func stepTimeCorpora(t *testing.T) []string {
+	return []string{shareddata.Dir(t, "steptime"), "../../metrics/testdata/holdout", "../../metrics/testdata/realruns"}
 }
 
 // TestEvalStepTimeRefinement compares step-time accuracy (within 10%, or
 // "unknown" for rows without a truth) of the deterministic extractor alone
-// and with the LLM reading the same classified progress lines.
+// and with the LLM reading the same classified progress lines, both for
+// every log and only where no rule found a step time
+// (llmassist.UnknownStepTime, as schedmate runs).
 func TestEvalStepTimeRefinement(t *testing.T) {
-	dir := shareddata.Dir(t, "steptime")
 	r, srv, have := evalServer(t, stepTimeRecordings)
-	var n, detOK, llmOK, answered int
-	for _, row := range readManifest(t, dir) {
-		rep, err := metrics.ExtractFile(filepath.Join(dir, row["file"]), metrics.Options{})
-		if err != nil {
-			t.Fatalf("%s: %v", row["file"], err)
-		}
-		want, known := parseTruth(row["step_time_s"])
-		det := rep.StepTimeS
-		refined := det
-		note := "no progress lines"
-		if len(rep.ProgressLines) > 0 {
-			v, nt, err := r.ExtractStepTime(context.Background(), rep.ProgressLines)
-			note = nt
-			if err == nil {
-				answered++
-				refined = v
+	var n, detOK, llmOK, gatedOK, answered, unknown int
+	for _, dir := range stepTimeCorpora(t) {
+		for _, row := range readManifest(t, dir) {
+			rep, err := metrics.ExtractFile(filepath.Join(dir, row["file"]), metrics.Options{})
+			if err != nil {
+				t.Fatalf("%s: %v", row["file"], err)
 			}
+			want, known := parseTruth(row["step_time_s"])
+			det := rep.StepTimeS
+			refined := det
+			note := "no progress lines"
+			if len(rep.ProgressLines) > 0 {
+				v, nt, err := r.ExtractStepTime(context.Background(), rep.ProgressLines)
+				note = nt
+				if err == nil {
+					answered++
+					refined = v
+				}
+			}
+			gated := det
+			if llmassist.UnknownStepTime(rep) {
+				unknown++
+				gated = refined
+			}
+			n++
+			detOK += btoi(stepOK(det, want, known))
+			llmOK += btoi(stepOK(refined, want, known))
+			gatedOK += btoi(stepOK(gated, want, known))
+			t.Logf("%-45s want %s det %s llm %s (%s)", row["file"], row["step_time_s"], fmtPtr(det), fmtPtr(refined), note)
 		}
-		n++
-		if stepOK(det, want, known) {
-			detOK++
-		}
-		if stepOK(refined, want, known) {
-			llmOK++
-		}
-		t.Logf("%-45s want %s det %s llm %s (%s)", row["file"], row["step_time_s"], fmtPtr(det), fmtPtr(refined), note)
 	}
-	report(t, "step time", n, detOK, llmOK, answered, have, stepTimeRecordings)
+	t.Logf("logs with progress but no step time, which schedmate would send to the LLM: %d of %d", unknown, n)
+	report(t, "step time", n, detOK, llmOK, gatedOK, answered, have, stepTimeRecordings)
 	t.Logf("llm usage: %+v", srv.Usage())
 }
 
@@ -220,7 +252,7 @@ func fmtPtr(p *float64) string {
 	return strconv.FormatFloat(*p, 'g', 5, 64)
 }
 
-func report(t *testing.T, what string, n, det, withLLM, answered int, have bool, recordingsFile string) {
+func report(t *testing.T, what string, n, det, withLLM, gated, answered int, have bool, recordingsFile string) {
 	t.Helper()
 	if n == 0 {
 		t.Fatalf("%s: empty corpus", what)
@@ -230,6 +262,7 @@ func report(t *testing.T, what string, n, det, withLLM, answered int, have bool,
 			what, det, n, 100*float64(det)/float64(n), recordingsFile)
 		return
 	}
-	t.Logf("%s accuracy: deterministic %d/%d (%.1f%%), with LLM %d/%d (%.1f%%), LLM answered %d",
-		what, det, n, 100*float64(det)/float64(n), withLLM, n, 100*float64(withLLM)/float64(n), answered)
+	pct := func(k int) float64 { return 100 * float64(k) / float64(n) }
+	t.Logf("%s accuracy: deterministic %d/%d (%.1f%%), LLM on every log %d/%d (%.1f%%), LLM only where unsure %d/%d (%.1f%%); LLM answered %d",
+		what, det, n, pct(det), withLLM, n, pct(withLLM), gated, n, pct(gated), answered)
 }
