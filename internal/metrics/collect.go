@@ -266,11 +266,12 @@ func (c *collector) bestEstimate(getSettings func() *settings) estimate {
 		}
 	}
 	// A printed time or rate of a step beats one of a whole-run summary.
+	restarted := c.restartedBar()
 	for _, summary := range []bool{false, true} {
 		for _, k := range []kind{kindExplicit, kindRate} {
 			var e estimate
-			for _, s := range c.samples {
-				if s.timeKind == k && s.summary == summary {
+			for i, s := range c.samples {
+				if s.timeKind == k && s.summary == summary && i >= restarted {
 					if e.kind == kindNone {
 						e.value, e.kind = s.stepTime, k
 					}
@@ -306,6 +307,36 @@ func (c *collector) bestEstimate(getSettings func() *settings) estimate {
 	}
 	consider(c.differenced(kindClock, func(s sample) (float64, bool) { return s.clock, s.hasClock }))
 	return best
+}
+
+// barWarmup is how many steps of a tqdm bar that restarted (a new epoch)
+// are read as its warm-up: its rate averages over the time since the bar
+// began, which holds the data loader's restart and any validation pass
+// (Lightning draws its bars with no smoothing at all).
+func barWarmup(total int64) int64 { return max(10, total/10) }
+
+// restartedBar returns the index of the newest sample to read rates from:
+// past the first updates of a tqdm bar that restarted at a lower step than
+// an older update of the same bar showed, while an older reading exists;
+// 0 when the newest bar did not restart or has left its warm-up.
+func (c *collector) restartedBar() int {
+	i := 0
+	for i < len(c.samples) {
+		s := c.samples[i]
+		if !s.tqdm || !s.hasStep || s.step >= barWarmup(s.total) {
+			break
+		}
+		i++
+	}
+	if i == 0 || i == len(c.samples) {
+		return 0
+	}
+	if older := c.samples[i]; older.tqdm && older.hasStep && older.step > c.samples[i-1].step && older.timeKind == kindRate {
+		// The step time comes from the older bar until this one has left
+		// its warm-up.
+		return i
+	}
+	return 0
 }
 
 // newestThroughput returns the newest sample with a throughput, one of a

@@ -186,6 +186,40 @@ func TestTqdmCloseSummary(t *testing.T) {
 	}
 }
 
+func TestRestartedBarWarmup(t *testing.T) {
+	epoch := func(n, from, to int, rate float64) string {
+		var b strings.Builder
+		for i := from; i <= to; i++ {
+			fmt.Fprintf(&b, "\rEpoch %d: %3d%%|█    | %d/100 [00:01<00:02, %5.2fit/s, loss=1.0]", n, i, i, rate)
+		}
+		return b.String()
+	}
+	tests := []struct {
+		name     string
+		log      string
+		stepTime float64
+		step     int64
+	}{
+		{"a new epoch's first updates read the last epoch's rate", epoch(0, 1, 100, 40) + "\n" + epoch(1, 0, 0, 0) + epoch(1, 1, 8, 12), 0.025, 8},
+		{"past its warm-up the new epoch's own rate", epoch(0, 1, 100, 40) + "\n" + epoch(1, 1, 12, 50), 0.02, 12},
+		{"the first bar of the run has only its own rate", epoch(0, 1, 8, 12), 1 / 12.0, 8},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rep := extractString(t, tt.log, Options{})
+			if rep.StepTimeS == nil || !near(*rep.StepTimeS, tt.stepTime) {
+				t.Errorf("step time = %v, want %v", fmtPtr(rep.StepTimeS), tt.stepTime)
+			}
+			if valueOr(rep.Step, -1) != tt.step {
+				t.Errorf("step = %s, want %d", fmtInt(rep.Step), tt.step)
+			}
+			if rep.Slowdown {
+				t.Error("a new epoch's warm-up was reported as a slowdown")
+			}
+		})
+	}
+}
+
 func TestErrorLineAfterProgress(t *testing.T) {
 	log := "iter 1: loss 1.0, time 10ms\nRuntimeError: CUDA error: an illegal memory access was encountered\nTraceback (most recent call last):\n"
 	rep := extractString(t, log, Options{})
