@@ -92,6 +92,10 @@ type Query struct {
 	// then other programs: they are compared without those components, so
 	// that a hash collision cannot make them look like the same program.
 	ProgramSlots []int
+	// Endpoint, when set, is the job's vector from the embedding endpoint:
+	// the similarity search then compares endpoint vectors (see
+	// endpointvec.go). UseEndpoint decides whether it may.
+	Endpoint []int8
 }
 
 // namedProgram reports whether the query's logical name is its program's
@@ -163,7 +167,7 @@ func (ix *Index) similar(q Query, opts Options) []candidate {
 	var pool []candidate
 	w := 1.0
 	visit := func(r *Record) bool {
-		if s := vector.Cosine(&q.Vec, &r.Vec); s >= opts.Threshold {
+		if s := q.similarity(r); s >= opts.Threshold {
 			pool = append(pool, candidate{rec: r, sim: s, w: w * sharpen(s) * outcomeWeight(r.State)})
 			w *= opts.Decay
 		}

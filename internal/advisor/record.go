@@ -73,6 +73,9 @@ type Record struct {
 	GPUUtil    float32 // mean SM utilisation percent
 	GPUMemGB   float32 // peak GPU memory, GiB
 	StepTimeS  float32 // final step time
+	// Endpoint is the job's vector from the embedding endpoint, quantised
+	// (see QuantizeEndpoint); nil when it has none or none was loaded.
+	Endpoint []int8
 }
 
 // Keys are the block keys of a job.

@@ -33,6 +33,9 @@ type SubmitRequest struct {
 	// Access restricts file reads to what the job's user may read (set it
 	// when running as root).
 	Access *fingerprint.Access
+	// Endpoint, when set, lets the similarity search compare the embedding
+	// endpoint's vectors. Interactive commands only: the hooks never set it.
+	Endpoint *Endpoint
 }
 
 // Policy says which job fields the submit hook may set from an estimate.
@@ -61,6 +64,10 @@ type SubmitAdvice struct {
 	Comment string
 	// Settings are job fields to set ("time_min", "nice"), per Policy.
 	Settings map[string]string
+	// Embedding labels the vectors the similarity search compared
+	// (EmbeddingBuiltin or EndpointLabel) when an endpoint was asked for;
+	// empty otherwise, or when no search ran.
+	Embedding string
 	// Notes say what was skipped.
 	Notes []string
 }
@@ -112,11 +119,14 @@ func ForSubmit(ctx context.Context, kv KV, req SubmitRequest, pol Policy, opts O
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("estimate: %w", err)
 	}
-	est, err := Advise(kv, &job, opts)
+	est, ret, err := advise(ctx, kv, &job, opts, req.Endpoint)
 	if err != nil {
 		return nil, err
 	}
-	adv.Estimate = est
+	adv.Estimate, adv.Embedding = est, ret.Embedding
+	if ret.Note != "" {
+		adv.Notes = append(adv.Notes, ret.Note)
+	}
 	adv.Comment = Comment(est)
 	adv.Settings = suggestions(est, job.TimeLimitS, pol)
 	return adv, nil
@@ -215,22 +225,34 @@ func atoi(s string) int {
 // jobs with the same working directory, command and branch), then
 // similar-job retrieval and the fallback chain.
 func Advise(kv KV, j *JobInfo, opts Options) (Estimate, error) {
+	est, _, err := advise(context.Background(), kv, j, opts, nil)
+	return est, err
+}
+
+// advise is Advise whose similarity search may compare the vectors of an
+// embedding endpoint (nil: the built-in embedding only); it says which
+// embedding the search used.
+func advise(ctx context.Context, kv KV, j *JobInfo, opts Options, ep *Endpoint) (Estimate, retrieval, error) {
 	opts = opts.withDefaults()
 	q := QueryOf(j)
 	if key := ResubmitKey(j); key != 0 {
 		recs, err := resubmissions(kv, key, opts.Pool)
 		if err != nil {
-			return Estimate{}, err
+			return Estimate{}, retrieval{}, err
 		}
 		if len(recs) > 0 {
-			return fromResubmissions(q, recs, opts), nil
+			return fromResubmissions(q, recs, opts), retrieval{}, nil
 		}
 	}
 	ix, err := Load(kv, q)
 	if err != nil {
-		return Estimate{}, err
+		return Estimate{}, retrieval{}, err
 	}
-	return ix.Estimate(q, opts), nil
+	var ret retrieval
+	if ep != nil {
+		ret = ep.retrieve(ctx, kv, ix, &q, j)
+	}
+	return ix.Estimate(q, opts), ret, nil
 }
 
 // fromResubmissions estimates from the earlier runs of the same job.

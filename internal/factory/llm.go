@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/schedmate/schedmate/internal/exitcode"
 	"github.com/schedmate/schedmate/internal/llm"
 	"github.com/schedmate/schedmate/internal/store"
 )
@@ -20,6 +21,20 @@ const maxAuditPayload = 16 << 10
 // audit, never the call. Each call returns a new client with its own token
 // count. Hooks never call it: they must answer within Slurm's deadlines.
 func (f *Factory) LLM() (*llm.Client, error) {
+	return f.newLLM(func(kv *lazyStore) llm.Cache { return llm.KVCache{KV: kv} })
+}
+
+// LLMWithCache is LLM with its answers cached in cache (nil: not cached)
+// instead of the history database, for batch work that keeps its results
+// itself or would otherwise write one transaction per answer. Calls are
+// still audited in the database.
+func (f *Factory) LLMWithCache(cache llm.Cache) (*llm.Client, error) {
+	return f.newLLM(func(*lazyStore) llm.Cache { return cache })
+}
+
+// newLLM builds a client whose answer cache cache returns, given the lazily
+// opened database.
+func (f *Factory) newLLM(cache func(*lazyStore) llm.Cache) (*llm.Client, error) {
 	cfg, err := f.Config()
 	if err != nil {
 		return nil, err
@@ -29,11 +44,28 @@ func (f *Factory) LLM() (*llm.Client, error) {
 		return nil, llm.ErrDisabled
 	}
 	kv := &lazyStore{open: f.Store}
-	c, err := llm.New(lc, llm.Options{Cache: llm.KVCache{KV: kv}, Audit: kv.audit, Getenv: f.getenv})
+	c, err := llm.New(lc, llm.Options{Cache: cache(kv), Audit: kv.audit, Getenv: f.getenv})
 	if err != nil {
 		return nil, fmt.Errorf("llm client: %w", err)
 	}
 	return c, nil
+}
+
+// LLMError gives a failed LLM call the exit code it deserves: a timeout,
+// a refusal of the configured model or key (usage), an unusable answer
+// (data), or an endpoint that cannot be reached.
+func LLMError(err error) error {
+	switch llm.KindOf(err) {
+	case "":
+		return err
+	case llm.KindTimeout:
+		return exitcode.New(exitcode.Timeout, err)
+	case llm.KindRejected, llm.KindDisabled:
+		return exitcode.New(exitcode.Usage, err)
+	case llm.KindBadAnswer:
+		return exitcode.New(exitcode.DataErr, err)
+	}
+	return exitcode.New(exitcode.Unavailable, err)
 }
 
 // getenv looks a variable up in the factory's environment.
@@ -49,16 +81,24 @@ func (f *Factory) getenv(name string) string {
 
 // lazyStore opens the history database on first use and remembers a
 // failure, so an unavailable database is waited for once, not per call.
+// Each use asks the factory for its handle of the moment, so that a command
+// that releases the database between phases (letting hooks in) keeps its
+// cache and audit.
 type lazyStore struct {
 	open func() (*store.Store, error)
-	once sync.Once
-	st   *store.Store
+	mu   sync.Mutex
 	err  error
 }
 
 func (l *lazyStore) get() (*store.Store, error) {
-	l.once.Do(func() { l.st, l.err = l.open() })
-	return l.st, l.err
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.err != nil {
+		return nil, l.err
+	}
+	st, err := l.open()
+	l.err = err
+	return st, err
 }
 
 // GetKV implements llm.KV.

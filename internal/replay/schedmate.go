@@ -12,12 +12,31 @@ type AdvisorPredictor struct {
 	ix   *advisor.Index
 	opts advisor.Options
 	last advisor.Estimate
+	// endpoint gives a job's embedding endpoint vector (nil: none); nil
+	// when the replay uses the built-in embedding only.
+	endpoint func(*trace.Job) []int8
+	// endpointSearches counts the predictions whose similarity search
+	// compared endpoint vectors.
+	endpointSearches int
 }
 
 // Schedmate returns the advisor as a replay estimator.
 func Schedmate(opts advisor.Options) *AdvisorPredictor {
 	return &AdvisorPredictor{ix: advisor.NewIndex(), opts: opts}
 }
+
+// SchedmateEndpoint returns the advisor as a replay estimator whose
+// similarity search compares the embedding endpoint's vectors, as
+// `schedmate estimate` does: vec gives each job's (nil for a job without
+// one), and a search falls back to the built-in embedding when most of the
+// history it reads has none of the query's length.
+func SchedmateEndpoint(opts advisor.Options, vec func(*trace.Job) []int8) *AdvisorPredictor {
+	return &AdvisorPredictor{ix: advisor.NewIndex(), opts: opts, endpoint: vec}
+}
+
+// EndpointSearches returns how many predictions so far compared endpoint
+// vectors.
+func (p *AdvisorPredictor) EndpointSearches() int { return p.endpointSearches }
 
 // Name implements Predictor.
 func (p *AdvisorPredictor) Name() string { return "schedmate" }
@@ -27,6 +46,12 @@ func (p *AdvisorPredictor) Predict(j *trace.Job) (float64, bool) {
 	info := JobInfo(j)
 	q := advisor.QueryOf(&info)
 	q.Now = int64(j.Submit)
+	if p.endpoint != nil {
+		q.Endpoint = p.endpoint(j)
+		if ok, _ := p.ix.UseEndpoint(&q); ok {
+			p.endpointSearches++
+		}
+	}
 	p.last = p.ix.Estimate(q, p.opts)
 	return p.last.EstimateS, p.last.Source != advisor.SourceNone
 }
@@ -38,7 +63,11 @@ func (p *AdvisorPredictor) Last() advisor.Estimate { return p.last }
 func (p *AdvisorPredictor) Observe(j *trace.Job) {
 	info := JobInfo(j)
 	nan := math.NaN()
-	p.ix.Add(advisor.NewRecord(&info, int64(j.End), j.Duration(), advisor.ParseState(j.State), nan, nan, nan))
+	rec := advisor.NewRecord(&info, int64(j.End), j.Duration(), advisor.ParseState(j.State), nan, nan, nan)
+	if p.endpoint != nil {
+		rec.Endpoint = p.endpoint(j)
+	}
+	p.ix.Add(rec)
 }
 
 // Started implements StartObserver.

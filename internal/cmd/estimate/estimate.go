@@ -21,6 +21,7 @@ import (
 	"github.com/schedmate/schedmate/internal/exitcode"
 	"github.com/schedmate/schedmate/internal/factory"
 	"github.com/schedmate/schedmate/internal/fingerprint"
+	"github.com/schedmate/schedmate/internal/llm"
 	"github.com/schedmate/schedmate/internal/store"
 )
 
@@ -37,7 +38,15 @@ probability that the job ends early, and where the estimate came from.
 Takes the same options as sbatch, which override the script's #SBATCH lines.
 When llm.enabled is set, a metadata agent also reads the job's working
 directory for workload fields the script does not state (cached, so an
-unchanged resubmission costs no tokens); --no-llm skips it.`,
+unchanged resubmission costs no tokens); --no-llm skips it.
+
+When llm.embedding_model is set too, similar jobs are compared by the
+embedding endpoint's vectors instead of the built-in embedding, once
+'schedmate history embed' has stored vectors for most of the jobs searched:
+the job's description (command, arguments, workload fields, resources) is
+embedded within llm.timeout. If the endpoint fails, is slow, or its vectors
+do not match the stored ones, the built-in embedding is used and a note
+says why. "Embedding" (JSON: "embedding") names the vectors compared.`,
 		Example: `  schedmate estimate train.sbatch
   schedmate estimate -p gpu --time=4:00:00 train.sbatch --lr 3e-4
   schedmate estimate --json train.sbatch`,
@@ -52,15 +61,26 @@ unchanged resubmission costs no tokens); --no-llm skips it.`,
 				return err
 			}
 			notes := enrichMetadata(cmd.Context(), f, &req, noLLM)
+			ep, client, note := embeddingEndpoint(f, noLLM)
+			req.Endpoint = ep
 			adv, err := Run(cmd.Context(), f, req)
 			if err != nil {
 				return err
 			}
 			adv.Notes = append(adv.Notes, notes...)
-			if asJSON || f.JSON {
-				return WriteJSON(f.IO.Out, adv)
+			if note != "" {
+				adv.Embedding = advisor.EmbeddingBuiltin
+				adv.Notes = append(adv.Notes, note)
 			}
-			return writeText(f.IO.Out, adv)
+			var usage *llm.Usage
+			if client != nil {
+				u := client.Usage()
+				usage = &u
+			}
+			if asJSON || f.JSON {
+				return WriteJSON(f.IO.Out, adv, usage)
+			}
+			return writeText(f.IO.Out, adv, usage)
 		},
 	}
 }
@@ -130,13 +150,13 @@ func Run(ctx context.Context, f *factory.Factory, req advisor.SubmitRequest) (*a
 		return nil, err
 	}
 	var kv advisor.KV = advisor.NoHistory
-	st, err := f.StoreReadOnly()
+	_, err = f.StoreReadOnly()
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 	case err != nil:
 		return nil, factory.StoreError(err)
 	default:
-		kv = readOnly{st}
+		kv = readOnly{f}
 	}
 	opts, pol := advisor.FromConfig(cfg.Advisor)
 	adv, err := advisor.ForSubmit(ctx, kv, req, pol, opts)
@@ -149,9 +169,29 @@ func Run(ctx context.Context, f *factory.Factory, req advisor.SubmitRequest) (*a
 	return adv, nil
 }
 
-// readOnly hides writes from a read-only store: the estimate command never
-// fills the version cache or the index.
-type readOnly struct{ advisor.KV }
+// readOnly reads the history through the factory's handle of the moment
+// (an LLM call may reopen the database read-write for its cache and audit,
+// closing the read-only handle) and hides writes: the estimate command
+// never fills the version cache or the index.
+type readOnly struct{ f *factory.Factory }
+
+// GetKV implements advisor.KV.
+func (r readOnly) GetKV(bucket, key string) ([]byte, bool, error) {
+	st, err := r.f.StoreReadOnly()
+	if err != nil {
+		return nil, false, err
+	}
+	return st.GetKV(bucket, key)
+}
+
+// ScanKVReverse implements advisor.KV.
+func (r readOnly) ScanKVReverse(bucket, prefix string, fn func(k string, v []byte) error) error {
+	st, err := r.f.StoreReadOnly()
+	if err != nil {
+		return err
+	}
+	return st.ScanKVReverse(bucket, prefix, fn)
+}
 
 // BatchKV implements advisor.KV by discarding the write.
 func (readOnly) BatchKV(string, func(func(string, []byte) error) error) error { return nil }
@@ -164,12 +204,19 @@ type jsonAdvice struct {
 	advisor.Estimate
 	Fingerprint *fingerprint.Fingerprint `json:"fingerprint,omitempty"`
 	Cached      bool                     `json:"cached"`
-	Notes       []string                 `json:"notes,omitempty"`
+	// Embedding and EmbeddingUsage are set when an embedding endpoint is
+	// configured: the vectors the similarity search compared, and what
+	// embedding the job cost, as the server counted it.
+	Embedding      string     `json:"embedding,omitempty"`
+	EmbeddingUsage *llm.Usage `json:"embedding_usage,omitempty"`
+	Notes          []string   `json:"notes,omitempty"`
 }
 
-// WriteJSON prints an advice as one JSON object.
-func WriteJSON(w io.Writer, adv *advisor.SubmitAdvice) error {
-	out := jsonAdvice{Estimate: adv.Estimate, Fingerprint: adv.Fingerprint, Cached: adv.Cached, Notes: adv.Notes}
+// WriteJSON prints an advice as one JSON object, with the embedding
+// endpoint's usage when one was configured (nil otherwise).
+func WriteJSON(w io.Writer, adv *advisor.SubmitAdvice, usage *llm.Usage) error {
+	out := jsonAdvice{Estimate: adv.Estimate, Fingerprint: adv.Fingerprint, Cached: adv.Cached,
+		Embedding: adv.Embedding, EmbeddingUsage: usage, Notes: adv.Notes}
 	if out.Matches == nil {
 		out.Matches = []advisor.Match{}
 	}
@@ -179,7 +226,7 @@ func WriteJSON(w io.Writer, adv *advisor.SubmitAdvice) error {
 }
 
 // writeText prints an advice for people.
-func writeText(w io.Writer, adv *advisor.SubmitAdvice) error {
+func writeText(w io.Writer, adv *advisor.SubmitAdvice, usage *llm.Usage) error {
 	e := adv.Estimate
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	if e.Source == advisor.SourceNone {
@@ -201,6 +248,12 @@ func writeText(w io.Writer, adv *advisor.SubmitAdvice) error {
 	}
 	if fp := adv.Fingerprint; fp != nil && fp.Text() != "" {
 		fmt.Fprintf(tw, "Workload:\t%s\n", fp.Text())
+	}
+	if adv.Embedding != "" {
+		fmt.Fprintf(tw, "Embedding:\t%s\n", adv.Embedding)
+	}
+	if usage != nil && usage.TotalTokens > 0 {
+		fmt.Fprintf(tw, "Embedding tokens:\t%d\n", usage.TotalTokens)
 	}
 	for i, m := range e.Matches {
 		label := ""

@@ -20,6 +20,7 @@ import (
 	"github.com/schedmate/schedmate/internal/advisor"
 	"github.com/schedmate/schedmate/internal/exitcode"
 	"github.com/schedmate/schedmate/internal/factory"
+	"github.com/schedmate/schedmate/internal/llm"
 	"github.com/schedmate/schedmate/internal/replay"
 	"github.com/schedmate/schedmate/internal/trace"
 )
@@ -39,6 +40,7 @@ type estimateOptions struct {
 	tracePath   string
 	format      string
 	predictions string
+	embedding   string
 }
 
 func newEstimateCmd(f *factory.Factory) *cobra.Command {
@@ -55,8 +57,16 @@ name, when the trace has one) and the global median. Figures are over the
 last half of the trace.
 
 Formats: sacct (sacct -P output with a header), google (Google cluster-data
-2011 per-job CSV), eagle (NREL Eagle CSV), swf (Standard Workload Format).`,
+2011 per-job CSV), eagle (NREL Eagle CSV), swf (Standard Workload Format).
+
+--embedding endpoint compares similar jobs by the vectors of the embedding
+endpoint (llm.enabled and llm.embedding_model) instead of the built-in
+embedding, as 'schedmate estimate' does once the history is embedded: every
+job's description is embedded first, each distinct text once, and the
+report adds the tokens it cost and the share of searches that compared
+endpoint vectors. Run it beside the default to compare the two.`,
 		Example: `  schedmate eval estimate --trace jobs.csv --format google
+  schedmate eval estimate --trace jobs.csv --format google --embedding endpoint
   sacct -a -P -S 2024-01-01 -o JobID,User,JobName,Partition,Timelimit,Submit,Start,End,State > t.txt
   schedmate eval estimate --trace t.txt --format sacct --json --predictions pred.csv`,
 		Args: cobra.NoArgs,
@@ -68,22 +78,31 @@ Formats: sacct (sacct -P output with a header), google (Google cluster-data
 	fl.StringVar(&o.tracePath, "trace", "", "trace file (- for stdin)")
 	fl.StringVar(&o.format, "format", "", "trace format: "+strings.Join(trace.Formats, ", "))
 	fl.StringVar(&o.predictions, "predictions", "", "write every job's predictions to this CSV file")
+	fl.StringVar(&o.embedding, "embedding", embeddingBuiltin, "embedding similar jobs are compared by: builtin or endpoint")
 	_ = cmd.MarkFlagRequired("trace")
 	_ = cmd.MarkFlagRequired("format")
 	return cmd
 }
 
 func runEstimate(cmd *cobra.Command, f *factory.Factory, o *estimateOptions) error {
+	if o.embedding != embeddingBuiltin && o.embedding != embeddingEndpoint {
+		return exitcode.Errorf(exitcode.Usage, "--embedding %q: want %s or %s", o.embedding, embeddingBuiltin, embeddingEndpoint)
+	}
 	jobs, err := readTrace(o.tracePath, o.format, f.IO.In)
 	if err != nil {
 		return err
 	}
-	sm := replay.Schedmate(advisor.DefaultOptions())
-	preds := append([]replay.Predictor{sm}, replay.Baselines(jobs)...)
 	opts := replay.Options{}
+	var progress io.Writer
 	if f.IO.IsStderrTTY() && !f.JSON {
 		opts.Progress = progressBar(f.IO.ErrOut)
+		progress = f.IO.ErrOut
 	}
+	sm, ep, err := advisorPredictor(cmd.Context(), f, o.embedding, jobs, progress)
+	if err != nil {
+		return err
+	}
+	preds := append([]replay.Predictor{sm}, replay.Baselines(jobs)...)
 	var pw *predictionWriter
 	if o.predictions != "" {
 		if pw, err = newPredictionWriter(o.predictions, preds); err != nil {
@@ -101,10 +120,11 @@ func runEstimate(cmd *cobra.Command, f *factory.Factory, o *estimateOptions) err
 	if err != nil {
 		return err
 	}
+	emb := embeddingFigures(ep, sm, res.Jobs)
 	if f.JSON {
-		return writeJSON(f.IO.Out, o, res, time.Since(start))
+		return writeJSON(f.IO.Out, o, res, emb, time.Since(start))
 	}
-	return writeTable(f.IO.Out, o, res)
+	return writeTable(f.IO.Out, o, res, emb)
 }
 
 // readTrace opens and parses a trace; bad input is a data error.
@@ -139,15 +159,47 @@ type report struct {
 	Best     string                   `json:"best_baseline"`
 	Margin2x float64                  `json:"margin_within_2x"`
 	ElapsedS float64                  `json:"elapsed_s"`
+	// Embedding is set with --embedding endpoint.
+	Embedding *embeddingReport `json:"embedding,omitempty"`
 }
 
-func writeJSON(w io.Writer, o *estimateOptions, res *replay.Result, elapsed time.Duration) error {
+// embeddingReport describes a replay whose similarity search compared the
+// embedding endpoint's vectors.
+type embeddingReport struct {
+	// Embedding labels the vectors, "endpoint:<model>".
+	Embedding string `json:"embedding"`
+	// Texts is how many distinct job descriptions were embedded.
+	Texts int `json:"texts"`
+	// Usage is the embedding's cost as the server counted it;
+	// TokensPerJob spreads it over the trace's jobs.
+	Usage        llm.Usage `json:"usage"`
+	TokensPerJob float64   `json:"tokens_per_job"`
+	// EndpointShare is the share of predictions whose similarity search
+	// compared endpoint vectors (the others fell back to the built-in
+	// embedding: too little of the history searched had one).
+	EndpointShare float64 `json:"endpoint_share"`
+}
+
+// embeddingFigures describes the endpoint's part of a replay of jobs; nil
+// for the built-in embedding.
+func embeddingFigures(ep *endpointRun, sm *replay.AdvisorPredictor, jobs int) *embeddingReport {
+	if ep == nil {
+		return nil
+	}
+	return &embeddingReport{
+		Embedding: advisor.EndpointLabel(ep.model), Texts: ep.texts, Usage: ep.usage,
+		TokensPerJob:  math.Round(float64(ep.usage.TotalTokens)/float64(max(jobs, 1))*10) / 10,
+		EndpointShare: math.Round(float64(sm.EndpointSearches())/float64(max(jobs, 1))*1000) / 1000,
+	}
+}
+
+func writeJSON(w io.Writer, o *estimateOptions, res *replay.Result, emb *embeddingReport, elapsed time.Duration) error {
 	best, margin := bestBaseline(res)
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(report{
 		Trace: o.tracePath, Format: o.format, Jobs: res.Jobs, Scored: res.Scored, Methods: res.Methods,
-		Best: best, Margin2x: margin, ElapsedS: math.Round(elapsed.Seconds()*100) / 100,
+		Best: best, Margin2x: margin, ElapsedS: math.Round(elapsed.Seconds()*100) / 100, Embedding: emb,
 	})
 }
 
@@ -166,7 +218,7 @@ func bestBaseline(res *replay.Result) (string, float64) {
 	return best, math.Round((res.Methods["schedmate"].Within2x-bestW)*1000) / 10
 }
 
-func writeTable(w io.Writer, o *estimateOptions, res *replay.Result) error {
+func writeTable(w io.Writer, o *estimateOptions, res *replay.Result, emb *embeddingReport) error {
 	fmt.Fprintf(w, "%s (%s): %d jobs, scored on the last %d\n\n", o.tracePath, o.format, res.Jobs, res.Scored)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "method\twithin 2x\twithin 100%\tmedian rel err\tMAE\tcoverage\t")
@@ -179,7 +231,11 @@ func writeTable(w io.Writer, o *estimateOptions, res *replay.Result) error {
 		return err
 	}
 	best, margin := bestBaseline(res)
-	_, err := fmt.Fprintf(w, "\nschedmate vs best baseline (%s): %+.1f points within 2x\n", best, margin)
+	if _, err := fmt.Fprintf(w, "\nschedmate vs best baseline (%s): %+.1f points within 2x\n", best, margin); err != nil || emb == nil {
+		return err
+	}
+	_, err := fmt.Fprintf(w, "similar jobs compared by %s in %.1f%% of searches; %d distinct descriptions embedded, %d tokens (%.1f per job)\n",
+		emb.Embedding, 100*emb.EndpointShare, emb.Texts, emb.Usage.TotalTokens, emb.TokensPerJob)
 	return err
 }
 

@@ -21,10 +21,16 @@ var swfFixture = filepath.Join("..", "..", "trace", "testdata", "sample.swf")
 
 func runCmd(t *testing.T, jsonOut bool, args ...string) (string, error) {
 	t.Helper()
+	return runCmdEnv(t, nil, jsonOut, args...)
+}
+
+// runCmdEnv is runCmd with more environment.
+func runCmdEnv(t *testing.T, env []string, jsonOut bool, args ...string) (string, error) {
+	t.Helper()
 	ios, _, out, _ := iostreams.Test()
 	f := factory.New(ios)
 	f.JSON = jsonOut
-	f.Environ = []string{"SCHEDMATE_STORE_PATH=" + filepath.Join(t.TempDir(), "s.db")}
+	f.Environ = append([]string{"SCHEDMATE_STORE_PATH=" + filepath.Join(t.TempDir(), "s.db"), "XDG_CONFIG_HOME=" + t.TempDir()}, env...)
 	cmd := NewCmd(f)
 	cmd.SetArgs(args)
 	cmd.SetOut(out)

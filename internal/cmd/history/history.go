@@ -1,5 +1,6 @@
 // Package history implements `schedmate history`: listing and showing the
-// jobs schedmate has recorded, and importing earlier jobs from sacct.
+// jobs schedmate has recorded, importing earlier jobs from sacct, and
+// storing an embedding endpoint's vectors of them.
 package history
 
 import (
@@ -21,11 +22,11 @@ import (
 func NewCmd(f *factory.Factory) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "history",
-		Short: "List, show and import recorded jobs; show the audit log",
+		Short: "List, show, import and embed recorded jobs; show the audit log",
 		Long: `schedmate records every job that ends (from EpilogSlurmctld) together with
 what was seen at submit time. That history feeds duration estimates.`,
 	}
-	cmd.AddCommand(newListCmd(f), newShowCmd(f), newAuditCmd(f), newImportCmd(f))
+	cmd.AddCommand(newListCmd(f), newShowCmd(f), newAuditCmd(f), newImportCmd(f), newEmbedCmd(f))
 	return cmd
 }
 

@@ -29,6 +29,7 @@ func TestMain(m *testing.M) {
 type harness struct {
 	t      *testing.T
 	dbPath string
+	env    []string // more environment, such as the llm section
 }
 
 func newHarness(t *testing.T) *harness {
@@ -41,7 +42,7 @@ func (h *harness) run(json bool, stdin string, args ...string) (stdout, stderr s
 	ios, in, out, errOut := iostreams.Test()
 	in.WriteString(stdin)
 	f := factory.New(ios)
-	f.Environ = []string{"SCHEDMATE_STORE_PATH=" + h.dbPath, "XDG_CONFIG_HOME=" + h.t.TempDir()}
+	f.Environ = append([]string{"SCHEDMATE_STORE_PATH=" + h.dbPath, "XDG_CONFIG_HOME=" + h.t.TempDir()}, h.env...)
 	f.JSON = json
 	defer f.Close()
 	cmd := NewCmd(f)

@@ -71,6 +71,9 @@ func (s *Server) embeddings(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "invalid_request_error", "model_not_found", fmt.Sprintf("The model `%s` does not exist or you do not have access to it.", req.Model))
 		return
 	}
+	if reply, ok := s.nextEmbedding(); ok && s.fault(w, r, reply) {
+		return
+	}
 	type item struct {
 		Object    string `json:"object"`
 		Index     int    `json:"index"`
@@ -102,6 +105,28 @@ func (s *Server) embeddings(w http.ResponseWriter, r *http.Request) {
 		"model":  req.Model,
 		"usage":  openai.Usage{PromptTokens: tokens, TotalTokens: tokens},
 	})
+}
+
+// EnqueueEmbeddings adds answers to embedding requests that are given, in
+// order, before the computed vectors: an error status (with Retry-After),
+// a Delay, or a RawBody sent verbatim (garbage, vectors of other
+// dimensions). A reply with none of these lets the vectors be computed.
+func (s *Server) EnqueueEmbeddings(replies ...Reply) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.embedQ = append(s.embedQ, replies...)
+}
+
+// nextEmbedding takes the next queued embedding answer, if any.
+func (s *Server) nextEmbedding() (Reply, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.embedQ) == 0 {
+		return Reply{}, false
+	}
+	r := s.embedQ[0]
+	s.embedQ = s.embedQ[1:]
+	return r, true
 }
 
 // embeddingInputs accepts a string or an array of non-empty strings.

@@ -65,6 +65,7 @@ type Server struct {
 	models []string
 	apiKey string
 	queue  []Reply
+	embedQ []Reply
 	resp   Responder
 	replay map[string]Reply
 	record *recorder
@@ -244,36 +245,7 @@ func (s *Server) answer(req *openai.ChatCompletionRequest, body []byte) (Reply, 
 }
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request, req *openai.ChatCompletionRequest, reply Reply) {
-	if reply.Delay > 0 {
-		t := time.NewTimer(reply.Delay)
-		defer t.Stop()
-		select {
-		case <-r.Context().Done():
-			return
-		case <-t.C:
-		}
-	}
-	if reply.RetryAfter > 0 {
-		secs := int((reply.RetryAfter + time.Second - 1) / time.Second)
-		w.Header().Set("Retry-After", strconv.Itoa(secs))
-	}
-	if reply.Status != 0 && reply.Status != http.StatusOK {
-		s.countError()
-		if reply.RawBody != "" {
-			w.WriteHeader(reply.Status)
-			_, _ = io.WriteString(w, reply.RawBody)
-			return
-		}
-		msg := reply.ErrorMessage
-		if msg == "" {
-			msg = http.StatusText(reply.Status)
-		}
-		writeError(w, reply.Status, errorType(reply.Status), "", msg)
-		return
-	}
-	if reply.RawBody != "" {
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = io.WriteString(w, reply.RawBody)
+	if s.fault(w, r, reply) {
 		return
 	}
 	calls := make([]openai.ToolCall, len(reply.ToolCalls))
@@ -319,6 +291,45 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, req *openai.ChatC
 		}},
 		Usage: openai.Usage{PromptTokens: prompt, CompletionTokens: completion, TotalTokens: prompt + completion},
 	})
+}
+
+// fault holds a reply back for its Delay, sets its Retry-After and answers
+// its error status or raw body. It reports whether the answer is complete
+// (or the client gave up), leaving only a protocol answer to write.
+func (s *Server) fault(w http.ResponseWriter, r *http.Request, reply Reply) bool {
+	if reply.Delay > 0 {
+		t := time.NewTimer(reply.Delay)
+		defer t.Stop()
+		select {
+		case <-r.Context().Done():
+			return true
+		case <-t.C:
+		}
+	}
+	if reply.RetryAfter > 0 {
+		secs := int((reply.RetryAfter + time.Second - 1) / time.Second)
+		w.Header().Set("Retry-After", strconv.Itoa(secs))
+	}
+	if reply.Status != 0 && reply.Status != http.StatusOK {
+		s.countError()
+		if reply.RawBody != "" {
+			w.WriteHeader(reply.Status)
+			_, _ = io.WriteString(w, reply.RawBody)
+			return true
+		}
+		msg := reply.ErrorMessage
+		if msg == "" {
+			msg = http.StatusText(reply.Status)
+		}
+		writeError(w, reply.Status, errorType(reply.Status), "", msg)
+		return true
+	}
+	if reply.RawBody != "" {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, reply.RawBody)
+		return true
+	}
+	return false
 }
 
 func (s *Server) countError() {

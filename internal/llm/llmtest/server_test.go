@@ -118,6 +118,29 @@ func TestEmbeddings(t *testing.T) {
 	}
 }
 
+func TestEmbeddingFaults(t *testing.T) {
+	s := New(t)
+	s.EnqueueEmbeddings(
+		Reply{Status: 429, RetryAfter: time.Second},
+		Reply{RawBody: `{"object":"list","data":[{"object":"embedding","index":0,"embedding":[1,0,0]}]}`},
+		Reply{},
+	)
+	body := `{"model":"test-embed","input":"hello"}`
+	resp, out := post(t, s.URL+"/embeddings", body)
+	if resp.StatusCode != 429 || resp.Header.Get("Retry-After") != "1" {
+		t.Errorf("first answer: %d %v", resp.StatusCode, out)
+	}
+	for _, want := range []int{3, Dimensions, Dimensions} {
+		_, out = post(t, s.URL+"/embeddings", body)
+		if got := len(out["data"].([]any)[0].(map[string]any)["embedding"].([]any)); got != want {
+			t.Errorf("vector of %d dimensions, want %d", got, want)
+		}
+	}
+	if u := s.Usage(); u.EmbeddingCalls != 2 || u.ErrorAnswers != 1 {
+		t.Errorf("usage %+v", u)
+	}
+}
+
 func TestRecordAndReplay(t *testing.T) {
 	upstream := New(t)
 	upstream.SetModels("real-model")
