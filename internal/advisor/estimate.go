@@ -20,12 +20,6 @@ const (
 	SourceNone         = "none"             // nothing known at all
 )
 
-// pointQuantile is the weighted quantile of the matches' durations taken as
-// the estimate: slightly under the median, since over-estimates cost more
-// (a job held back behind its own estimate) than under-estimates, and
-// replays on real traces score it better on both ratio measures.
-const pointQuantile = 0.45
-
 // simSharpness raises similarity in the weights, so an exact match counts
 // far more than a 0.9 one.
 const simSharpness = 20
@@ -312,11 +306,12 @@ func summarise(c []candidate, opts Options) Estimate {
 		total += x.w
 		simSum += float64(x.sim)
 	}
-	est := Estimate{
-		EstimateS: weightedQuantile(c, pointQuantile, func(*candidate) bool { return true }),
-		LowS:      weightedQuantile(c, 0.1, func(*candidate) bool { return true }),
-		HighS:     weightedQuantile(c, 0.9, func(*candidate) bool { return true }),
-	}
+	all := survival(c, func(*candidate) bool { return true })
+	est := Estimate{EstimateS: pointEstimate(all)}
+	// the range holds the estimate, which need not lie between the deciles:
+	// a window that also covers a side cluster can lie beyond them
+	est.LowS = min(quantile(all, 0.1), est.EstimateS)
+	est.HighS = max(quantile(all, 0.9), est.EstimateS)
 
 	ran := func(x *candidate) bool { return x.censored || x.rec.State.ranFull() }
 	for i := range c {
@@ -325,7 +320,7 @@ func summarise(c []candidate, opts Options) Estimate {
 		}
 	}
 	if full > 0 {
-		est.CompleteS = weightedQuantile(c, 0.5, ran)
+		est.CompleteS = quantile(survival(c, ran), 0.5)
 	} else {
 		est.CompleteS = est.EstimateS
 	}
@@ -350,46 +345,6 @@ func summarise(c []candidate, opts Options) Estimate {
 	est.GPUMemGB = weightedMean(c, func(r *Record) float32 { return r.GPUMemGB })
 	est.StepTimeS = weightedMean(c, func(r *Record) float32 { return r.StepTimeS })
 	return est
-}
-
-// weightedQuantile returns the q-quantile of the durations of the candidates
-// accepted by keep, by weight. Censored candidates (jobs still running) are
-// weighed as survivors past their elapsed time, as in a Kaplan-Meier
-// estimate; when the quantile lies beyond every ended duration, the longest
-// elapsed time is the answer.
-func weightedQuantile(c []candidate, q float64, keep func(*candidate) bool) float64 {
-	type dw struct {
-		d, w     float64
-		censored bool
-	}
-	xs := make([]dw, 0, len(c))
-	var atRisk float64
-	for i := range c {
-		if keep(&c[i]) {
-			xs = append(xs, dw{float64(c[i].rec.DurationS), c[i].w, c[i].censored})
-			atRisk += c[i].w
-		}
-	}
-	if len(xs) == 0 {
-		return 0
-	}
-	sort.Slice(xs, func(a, b int) bool {
-		if xs[a].d != xs[b].d {
-			return xs[a].d < xs[b].d
-		}
-		return !xs[a].censored && xs[b].censored
-	})
-	surv := 1.0
-	for _, x := range xs {
-		if !x.censored && atRisk > 0 {
-			surv *= 1 - x.w/atRisk
-			if 1-surv >= q-1e-12 {
-				return x.d
-			}
-		}
-		atRisk -= x.w
-	}
-	return xs[len(xs)-1].d
 }
 
 // weightedMean averages one figure over the candidates that know it.

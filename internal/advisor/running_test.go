@@ -9,20 +9,23 @@ func TestRunningJobsRaiseTheEstimate(t *testing.T) {
 	job := JobInfo{ID: "1", User: "alice", Name: "train", Partition: "gpu", Command: "python train.py"}
 	tests := []struct {
 		name    string
+		ended   int     // similar jobs that ended after 100s
 		running int     // similar jobs running since t=0
 		now     int64   // query time
 		min     float64 // estimate at least
 		max     float64 // estimate at most
 	}{
-		{"no running jobs", 0, 10_000, 100, 100},
-		{"running jobs ignored without a query time", 40, 0, 100, 100},
-		{"many long running jobs", 40, 10_000, 10_000, 10_000},
-		{"short elapsed times change nothing", 40, 50, 100, 100},
+		{"no running jobs", 3, 0, 10_000, 100, 100},
+		{"running jobs ignored without a query time", 3, 40, 0, 100, 100},
+		{"long running jobs outweighing the ended ones", 1, 40, 10_000, 10_000, 10_000},
+		// 100s under-estimates the running jobs, 10000s would over-estimate the ended ones
+		{"long running jobs outweighed by the ended ones", 3, 40, 10_000, 100, 100},
+		{"short elapsed times change nothing", 3, 40, 50, 100, 100},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			ix := NewIndex()
-			for i := range 3 {
+			for i := range tc.ended {
 				j := job
 				j.ID = string(rune('a' + i))
 				ix.Add(ended(j, int64(i), 100, StateCompleted))
