@@ -172,21 +172,6 @@ func QuantizeEndpoint(v []float32) ([]int8, error) {
 	return out, nil
 }
 
-// endpointCosine is the cosine similarity of two quantised endpoint
-// vectors of the same length; a zero vector gives 0.
-func endpointCosine(a, b []int8) float32 {
-	var dot, na, nb int64
-	for i := range a {
-		x, y := int64(a[i]), int64(b[i])
-		dot += x * y
-		na += x * x
-		nb += y * y
-	}
-	if na == 0 || nb == 0 {
-		return 0
-	}
-	return float32(float64(dot) / math.Sqrt(float64(na)*float64(nb)))
-}
 
 // similarity compares the query with a record in the similarity search: by
 // endpoint vectors when the query carries one and the record one of the
@@ -196,7 +181,7 @@ func endpointCosine(a, b []int8) float32 {
 // embed`, are still compared, by the built-in vectors.
 func (q *Query) similarity(r *Record) float32 {
 	if q.Endpoint != nil && len(r.Endpoint) == len(q.Endpoint) {
-		return endpointCosine(q.Endpoint, r.Endpoint)
+		return vector.CosineInt8(q.Endpoint, r.Endpoint)
 	}
 	return vector.Cosine(&q.Vec, &r.Vec)
 }

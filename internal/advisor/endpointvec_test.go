@@ -306,7 +306,7 @@ func assertEndpointSimilarity(t *testing.T, q *JobInfo, m Match) {
 		Metadata: map[string]string{MetaCommand: "python train.py --model resnet50 --epochs " + strconv.Itoa(80+i), "model": "resnet50"}}
 	qv, _ := QuantizeEndpoint(llmtest.Vector(EmbeddingText(q)))
 	rv, _ := QuantizeEndpoint(llmtest.Vector(EmbeddingText(&rec)))
-	want := math.Round(float64(endpointCosine(qv, rv))*1000) / 1000
+	want := math.Round(float64(vector.CosineInt8(qv, rv))*1000) / 1000
 	if m.Similarity != want {
 		t.Errorf("match %s similarity %v, want the endpoint's %v", m.JobID, m.Similarity, want)
 	}

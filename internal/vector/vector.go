@@ -69,10 +69,15 @@ func (b *Builder) Vector() Vec {
 
 // Cosine returns the cosine similarity of two vectors in [-1, 1]; zero
 // vectors give 0.
-func Cosine(a, b *Vec) float32 {
-	var dot, na, nb int32
-	for i := range Dim {
-		x, y := int32(a[i]), int32(b[i])
+func Cosine(a, b *Vec) float32 { return CosineInt8(a[:], b[:]) }
+
+// CosineInt8 returns the cosine similarity in [-1, 1] of two int8 vectors
+// of the same length (b is read up to a's length); zero vectors give 0.
+func CosineInt8(a, b []int8) float32 {
+	b = b[:len(a)]
+	var dot, na, nb int64
+	for i, x := range a {
+		x, y := int64(x), int64(b[i])
 		dot += x * y
 		na += x * x
 		nb += y * y

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/schedmate/schedmate/internal/advisor"
+	"github.com/schedmate/schedmate/internal/advisor/advisortest"
 	"github.com/schedmate/schedmate/internal/factory"
 	"github.com/schedmate/schedmate/internal/iostreams"
 	"github.com/schedmate/schedmate/internal/llm"
@@ -50,27 +51,7 @@ func embeddedHistory(t *testing.T, dir, db string, srv *llmtest.Server) {
 	if err := advisor.IndexJobs(st, jobs...); err != nil {
 		t.Fatal(err)
 	}
-	cfg := llm.DefaultConfig()
-	cfg.Enabled, cfg.BaseURL, cfg.EmbeddingModel = true, srv.URL, llmtest.EmbeddingModel
-	client, err := llm.New(cfg, llm.Options{Getenv: func(string) string { return "" }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pending, _, err := advisor.PendingEndpoint(st, llmtest.EmbeddingModel, jobs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	texts := make([]string, len(pending))
-	for i := range pending {
-		texts[i] = pending[i].Text
-	}
-	vecs, err := client.Embed(context.Background(), texts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := advisor.PutEndpoint(st, llmtest.EmbeddingModel, pending, vecs); err != nil {
-		t.Fatal(err)
-	}
+	advisortest.EmbedAll(t, st, srv.URL, jobs)
 }
 
 // runWithLLM runs the command with the llm section pointing at srv. The

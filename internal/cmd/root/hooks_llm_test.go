@@ -1,7 +1,6 @@
 package root
 
 import (
-	"context"
 	"os"
 	"os/user"
 	"path/filepath"
@@ -11,7 +10,7 @@ import (
 	"time"
 
 	"github.com/schedmate/schedmate/internal/advisor"
-	"github.com/schedmate/schedmate/internal/llm"
+	"github.com/schedmate/schedmate/internal/advisor/advisortest"
 	"github.com/schedmate/schedmate/internal/llm/llmtest"
 	"github.com/schedmate/schedmate/internal/store"
 )
@@ -35,27 +34,7 @@ func embedHistory(t *testing.T, db, work, user string, srv *llmtest.Server) {
 	if err := advisor.IndexJobs(st, jobs...); err != nil {
 		t.Fatal(err)
 	}
-	cfg := llm.DefaultConfig()
-	cfg.Enabled, cfg.BaseURL, cfg.EmbeddingModel = true, srv.URL, llmtest.EmbeddingModel
-	client, err := llm.New(cfg, llm.Options{Getenv: func(string) string { return "" }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pending, _, err := advisor.PendingEndpoint(st, llmtest.EmbeddingModel, jobs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	texts := make([]string, len(pending))
-	for i := range pending {
-		texts[i] = pending[i].Text
-	}
-	vecs, err := client.Embed(context.Background(), texts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := advisor.PutEndpoint(st, llmtest.EmbeddingModel, pending, vecs); err != nil {
-		t.Fatal(err)
-	}
+	advisortest.EmbedAll(t, st, srv.URL, jobs)
 }
 
 func TestHooksNeverCallTheEmbeddingEndpoint(t *testing.T) {
