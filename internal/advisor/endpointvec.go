@@ -172,7 +172,6 @@ func QuantizeEndpoint(v []float32) ([]int8, error) {
 	return out, nil
 }
 
-
 // similarity compares the query with a record in the similarity search: by
 // endpoint vectors when the query carries one and the record one of the
 // same length, else by the built-in vectors. A query carries an endpoint
