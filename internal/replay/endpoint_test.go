@@ -2,7 +2,6 @@ package replay
 
 import (
 	"context"
-	"os"
 	"testing"
 
 	"github.com/schedmate/schedmate/internal/advisor"
@@ -12,17 +11,9 @@ import (
 // predictions replays the SWF sample through p and returns its answers.
 func predictions(t *testing.T, p Predictor) []float64 {
 	t.Helper()
-	f, err := os.Open("../trace/testdata/sample.swf")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	jobs, err := trace.Read(f, "swf")
-	if err != nil {
-		t.Fatal(err)
-	}
+	jobs := sampleSWF(t)
 	var got []float64
-	_, err = Run(context.Background(), jobs, []Predictor{p}, Options{
+	_, err := Run(context.Background(), jobs, []Predictor{p}, Options{
 		OnPrediction: func(_ *trace.Job, pred []float64) { got = append(got, pred[0]) },
 	})
 	if err != nil {

@@ -60,7 +60,9 @@ func TestScores(t *testing.T) {
 	}
 }
 
-func TestBaselinesOnSWF(t *testing.T) {
+// sampleSWF reads the SWF sample trace.
+func sampleSWF(t *testing.T) []trace.Job {
+	t.Helper()
 	f, err := os.Open(filepath.Join("..", "trace", "testdata", "sample.swf"))
 	if err != nil {
 		t.Fatal(err)
@@ -70,6 +72,11 @@ func TestBaselinesOnSWF(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return jobs
+}
+
+func TestBaselinesOnSWF(t *testing.T) {
+	jobs := sampleSWF(t)
 	preds := append([]Predictor{Schedmate(advisor.DefaultOptions())}, Baselines(jobs)...)
 	res, err := Run(context.Background(), jobs, preds, Options{})
 	if err != nil {

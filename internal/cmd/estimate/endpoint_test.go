@@ -1,7 +1,6 @@
 package estimate
 
 import (
-	"context"
 	"encoding/json"
 	"path/filepath"
 	"reflect"
@@ -24,14 +23,7 @@ import (
 // srv.
 func embeddedHistory(t *testing.T, dir, db string, srv *llmtest.Server) {
 	t.Helper()
-	req, err := Request([]string{"--chdir", dir, filepath.Join(dir, "job.sh")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	adv, err := advisor.ForSubmit(context.Background(), advisor.NoHistory, req, advisor.Policy{}, advisor.DefaultOptions())
-	if err != nil {
-		t.Fatal(err)
-	}
+	req, adv := fingerprinted(t, dir)
 	st, err := store.Open(db, store.Options{Timeout: time.Second})
 	if err != nil {
 		t.Fatal(err)

@@ -69,12 +69,10 @@ func TestEstimateJSONWithoutHistory(t *testing.T) {
 	}
 }
 
-func TestEstimateFromHistory(t *testing.T) {
-	dir, db := setup(t)
-	st, err := store.Open(db, store.Options{Timeout: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
+// fingerprinted is the request for dir's job.sh and its advice with no
+// history: the job's fingerprint and metadata.
+func fingerprinted(t *testing.T, dir string) (advisor.SubmitRequest, *advisor.SubmitAdvice) {
+	t.Helper()
 	req, err := Request([]string{"--chdir", dir, filepath.Join(dir, "job.sh")})
 	if err != nil {
 		t.Fatal(err)
@@ -83,6 +81,16 @@ func TestEstimateFromHistory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return req, adv
+}
+
+func TestEstimateFromHistory(t *testing.T) {
+	dir, db := setup(t)
+	st, err := store.Open(db, store.Options{Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, adv := fingerprinted(t, dir)
 	for i := range 3 {
 		start := time.Unix(1700000000+int64(i)*9000, 0)
 		j := &store.Job{JobID: string(rune('7' + i)), User: req.Job.User, Name: "resnet", WorkDir: dir, State: "COMPLETED",
