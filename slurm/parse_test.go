@@ -3,15 +3,14 @@ package slurm
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
-)
 
-var update = flag.Bool("update", false, "rewrite golden files")
+	"github.com/schedmate/schedmate/internal/golden"
+)
 
 // TestFixtures parses output recorded from a real Slurm 22.05 and compares
 // the result with golden JSON.
@@ -37,20 +36,7 @@ func TestFixtures(t *testing.T) {
 					t.Fatalf("parse: %v", err)
 				}
 				js, _ := json.MarshalIndent(got, "", "  ")
-				golden := strings.TrimSuffix(path, ".txt") + ".golden.json"
-				if *update {
-					if err := os.WriteFile(golden, append(js, '\n'), 0o644); err != nil {
-						t.Fatal(err)
-					}
-					return
-				}
-				want, err := os.ReadFile(golden)
-				if err != nil {
-					t.Fatalf("read golden (run with -update): %v", err)
-				}
-				if string(want) != string(js)+"\n" {
-					t.Errorf("%s differs from %s; run go test -update and review the diff", path, golden)
-				}
+				golden.Check(t, strings.TrimSuffix(path, ".txt")+".golden.json", append(js, '\n'))
 			})
 		}
 	}

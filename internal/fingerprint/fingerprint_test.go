@@ -2,16 +2,15 @@ package fingerprint
 
 import (
 	"encoding/json"
-	"flag"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
-)
 
-var update = flag.Bool("update", false, "rewrite golden files")
+	"github.com/schedmate/schedmate/internal/golden"
+)
 
 // stable is the part of a fingerprint that does not depend on where the
 // test runs.
@@ -65,19 +64,7 @@ func TestExtractGolden(t *testing.T) {
 		s.Files = append(s.Files, filepath.Base(f.Path))
 	}
 	got, _ := json.MarshalIndent(s, "", "  ")
-	golden := filepath.Join("testdata", "project.golden.json")
-	if *update {
-		if err := os.WriteFile(golden, append(got, '\n'), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if strings.TrimSpace(string(want)) != strings.TrimSpace(string(got)) {
-		t.Errorf("fingerprint differs from %s (run with -update):\n%s", golden, got)
-	}
+	golden.Check(t, filepath.Join("testdata", "project.golden.json"), append(got, '\n'))
 	if len(fp.Hash) != 32 {
 		t.Errorf("hash %q", fp.Hash)
 	}

@@ -4,14 +4,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-)
 
-var update = flag.Bool("update", false, "rewrite golden files")
+	"github.com/schedmate/schedmate/internal/golden"
+)
 
 func TestParseBadInput(t *testing.T) {
 	tests := []struct {
@@ -87,23 +86,7 @@ func TestParseGolden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			golden := filepath.Join("testdata", "golden", name+".json")
-			if *update {
-				if err := os.MkdirAll(filepath.Dir(golden), 0o755); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(golden, append(got, '\n'), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (run with -update)", err)
-			}
-			if !bytes.Equal(bytes.TrimSpace(want), got) {
-				t.Errorf("JSON differs from %s; rerun with -update and review the diff", golden)
-			}
+			golden.Check(t, filepath.Join("testdata", "golden", name+".json"), append(got, '\n'))
 		})
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"math"
 	"os"
@@ -15,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/schedmate/schedmate/internal/golden"
 )
 
 // progressJob is a job that prints training progress in one real format
@@ -297,13 +298,11 @@ func (c *cluster) runMeasured(args ...string) ([]byte, int64) {
 	return out.Bytes(), ru.Maxrss << 10
 }
 
-var updateScreens = flag.Bool("update-screens", false, "rewrite the golden screens of TestTopTmux")
-
 // TestTopTmux drives the live `schedmate top --all` in an 80x24 tmux pane
 // as a person would: filter to the test's jobs, sort by step time, open the
 // details of the selected job, then delete one job's log while the view runs,
 // and quit. Each screen, with what changes from run to run masked, is
-// compared with testdata/progress/*.screen (-update-screens rewrites them).
+// compared with testdata/progress/*.screen (-update rewrites them).
 func TestTopTmux(t *testing.T) {
 	c := newCluster(t)
 	if _, err := exec.LookPath("tmux"); err != nil {
@@ -356,7 +355,7 @@ func TestTopTmux(t *testing.T) {
 			}
 			return nil
 		})
-		compareGolden(t, filepath.Join("testdata", "progress", name+".screen"), got)
+		golden.Check(t, filepath.Join("testdata", "progress", name+".screen"), []byte(got))
 	}
 	// Keys go in only once the view is drawn: until then the terminal
 	// is still being asked about its colours and input would be lost.
@@ -410,22 +409,4 @@ func maskScreen(screen string, jobs []*progressJob, more ...*progressJob) string
 		lines = append(lines, strings.TrimRight(reSpaces.ReplaceAllString(l, "  "), " "))
 	}
 	return strings.Join(lines, "\n") + "\n"
-}
-
-// compareGolden compares got with the golden file at path, or rewrites it.
-func compareGolden(t *testing.T, path, got string) {
-	t.Helper()
-	if *updateScreens {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("read golden screen (run with -update-screens and review it): %v", err)
-	}
-	if string(want) != got {
-		t.Errorf("screen differs from %s (-update-screens rewrites it)\n--- want\n%s--- got\n%s", path, want, got)
-	}
 }

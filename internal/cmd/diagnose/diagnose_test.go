@@ -9,6 +9,7 @@ import (
 
 	"github.com/schedmate/schedmate/internal/exitcode"
 	"github.com/schedmate/schedmate/internal/factory"
+	"github.com/schedmate/schedmate/internal/golden"
 	"github.com/schedmate/schedmate/internal/iostreams"
 )
 
@@ -126,22 +127,7 @@ func TestDiagnoseGolden(t *testing.T) {
 				t.Fatal(err)
 			}
 			out = strings.ReplaceAll(out, log, tt.name+".log")
-			golden := filepath.Join("testdata", tt.name+".golden")
-			if *update {
-				if err := os.MkdirAll("testdata", 0o755); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(golden, []byte(out), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (run with -update)", err)
-			}
-			if out != string(want) {
-				t.Errorf("output differs from %s:\n%s\nwant:\n%s", golden, out, want)
-			}
+			golden.Check(t, filepath.Join("testdata", tt.name+".golden"), []byte(out))
 		})
 	}
 }

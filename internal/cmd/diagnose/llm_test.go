@@ -2,18 +2,16 @@ package diagnose
 
 import (
 	"encoding/json"
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/schedmate/schedmate/internal/factory"
+	"github.com/schedmate/schedmate/internal/golden"
 	"github.com/schedmate/schedmate/internal/iostreams"
 	"github.com/schedmate/schedmate/internal/llm/llmtest"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
 
 // unsureLog ends in a failure the signatures cannot name (category other).
 const unsureLog = "step 1 | loss 2.1 | 400 ms/step\nstep 2 | loss 2.0 | 400 ms/step\nERROR: worker 3 exited unexpectedly\nsrun: error: n1: task 0: Exited with exit code 1\n"
@@ -53,22 +51,11 @@ func TestDiagnoseLLMDisabledGolden(t *testing.T) {
 		if noLLM != got {
 			t.Errorf("--no-llm output differs:\n%s\nwant\n%s", noLLM, got)
 		}
-		golden := filepath.Join("testdata", "llm_disabled.txt")
+		path := filepath.Join("testdata", "llm_disabled.txt")
 		if jsonOut {
-			golden = filepath.Join("testdata", "llm_disabled.json")
+			path = filepath.Join("testdata", "llm_disabled.json")
 		}
-		if *update {
-			if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
-		want, err := os.ReadFile(golden)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got != string(want) {
-			t.Errorf("%s: output changed:\n%s\nwant\n%s", golden, got, want)
-		}
+		golden.Check(t, path, []byte(got))
 	}
 }
 

@@ -3,7 +3,6 @@ package eval
 import (
 	"encoding/csv"
 	"encoding/json"
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,10 +10,9 @@ import (
 
 	"github.com/schedmate/schedmate/internal/exitcode"
 	"github.com/schedmate/schedmate/internal/factory"
+	"github.com/schedmate/schedmate/internal/golden"
 	"github.com/schedmate/schedmate/internal/iostreams"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
 
 // swfFixture is the SWF sample shared with the trace package.
 var swfFixture = filepath.Join("..", "..", "trace", "testdata", "sample.swf")
@@ -45,19 +43,7 @@ func TestEvalEstimateTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	out = strings.Replace(out, swfFixture, "sample.swf", 1)
-	golden := filepath.Join("testdata", "swf.golden")
-	if *update {
-		if err := os.WriteFile(golden, []byte(out), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if out != string(want) {
-		t.Errorf("output differs from %s (run with -update):\n%s", golden, out)
-	}
+	golden.Check(t, filepath.Join("testdata", "swf.golden"), []byte(out))
 }
 
 func TestEvalEstimateJSONAndPredictions(t *testing.T) {

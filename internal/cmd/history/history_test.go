@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,13 +12,12 @@ import (
 
 	"github.com/schedmate/schedmate/internal/exitcode"
 	"github.com/schedmate/schedmate/internal/factory"
+	"github.com/schedmate/schedmate/internal/golden"
 	jobhistory "github.com/schedmate/schedmate/internal/history"
 	"github.com/schedmate/schedmate/internal/iostreams"
 	"github.com/schedmate/schedmate/internal/spool"
 	"github.com/schedmate/schedmate/internal/store"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 
 func TestMain(m *testing.M) {
 	time.Local = time.UTC // golden files print local times
@@ -68,23 +66,6 @@ func (h *harness) seed(jobs ...*store.Job) {
 	}
 }
 
-func golden(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update)", err)
-	}
-	if got != string(want) {
-		t.Errorf("%s differs:\n got:\n%s\nwant:\n%s", name, got, want)
-	}
-}
-
 var base = time.Date(2026, 3, 1, 8, 0, 0, 0, time.UTC)
 
 func sampleJobs() []*store.Job {
@@ -129,7 +110,7 @@ func TestListAndShowGolden(t *testing.T) {
 			if err != nil || errOut != "" {
 				t.Fatalf("err %v, stderr %q", err, errOut)
 			}
-			golden(t, tt.golden, out)
+			golden.Check(t, filepath.Join("testdata", tt.golden), []byte(out))
 		})
 	}
 }

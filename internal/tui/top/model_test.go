@@ -2,7 +2,6 @@ package top
 
 import (
 	"bytes"
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,10 +10,9 @@ import (
 
 	tea "github.com/charmbracelet/bubbletea"
 
+	"github.com/schedmate/schedmate/internal/golden"
 	"github.com/schedmate/schedmate/internal/metrics"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
 
 func ptr[T any](v T) *T { return &v }
 
@@ -60,19 +58,7 @@ func press(m tea.Model, keys ...string) tea.Model {
 
 func checkGolden(t *testing.T, name, got string) {
 	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("read golden (run with -update): %v", err)
-	}
-	if got != string(want) {
-		t.Errorf("%s differs from golden:\n--- got\n%s\n--- want\n%s", name, got, want)
-	}
+	golden.Check(t, filepath.Join("testdata", name), []byte(got))
 }
 
 func TestViewGolden(t *testing.T) {
