@@ -58,14 +58,7 @@ such. This command prints that log.`,
 					return factory.StoreError(err)
 				}
 			}
-			if f.JSON {
-				return writeJSON(f.IO.Out, entries)
-			}
-			if len(entries) == 0 {
-				fmt.Fprintln(f.IO.ErrOut, "no audited actions match")
-				return nil
-			}
-			return writeAudit(f.IO.Out, entries)
+			return writeList(f, entries, "no audited actions match", writeAudit)
 		},
 	}
 	fl := cmd.Flags()

@@ -72,3 +72,16 @@ func writeJSON(w io.Writer, v any) error {
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
 }
+
+// writeList prints items as JSON with --json, else as a table, or says
+// none on stderr when there are none.
+func writeList[T any](f *factory.Factory, items []T, none string, table func(io.Writer, []T) error) error {
+	if f.JSON {
+		return writeJSON(f.IO.Out, items)
+	}
+	if len(items) == 0 {
+		fmt.Fprintln(f.IO.ErrOut, none)
+		return nil
+	}
+	return table(f.IO.Out, items)
+}

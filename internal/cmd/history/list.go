@@ -55,14 +55,7 @@ func newListCmd(f *factory.Factory) *cobra.Command {
 			if err != nil {
 				return factory.StoreError(err)
 			}
-			if f.JSON {
-				return writeJSON(f.IO.Out, jobs)
-			}
-			if len(jobs) == 0 {
-				fmt.Fprintln(f.IO.ErrOut, "no recorded jobs match")
-				return nil
-			}
-			return writeTable(f.IO.Out, jobs)
+			return writeList(f, jobs, "no recorded jobs match", writeTable)
 		},
 	}
 	fl := cmd.Flags()
